@@ -1,0 +1,134 @@
+package identity
+
+import (
+	"context"
+	"log/slog"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/fault"
+)
+
+// Service applies the identity rules on top of a Store and announces every
+// committed policy change. It is the only writer of identity rows: the admin
+// API, the CLI, `visor dev` and the MCP tools all go through it.
+type Service struct {
+	store Store
+	pub   changes.Publisher
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// NewService returns a Service. pub may be changes.Discard{}.
+func NewService(store Store, pub changes.Publisher, log *slog.Logger) *Service {
+	return &Service{store: store, pub: pub, log: log, now: time.Now}
+}
+
+// Store returns the underlying store for read paths.
+func (s *Service) Store() Store { return s.store }
+
+// publish announces a committed change. A failure is logged, not returned:
+// the change is durable and replicas reconcile against the policy version.
+func (s *Service) publish(ctx context.Context, e changes.Event) {
+	if err := s.pub.Publish(ctx, e); err != nil {
+		s.log.WarnContext(ctx, "publish change event", "tenant", e.TenantID, "kind", e.Kind, "err", err)
+	}
+}
+
+// CreateTenant validates and creates a tenant.
+func (s *Service) CreateTenant(ctx context.Context, slug, name string) (Tenant, error) {
+	slug = strings.TrimSpace(slug)
+	if !ValidSlug(slug) {
+		return Tenant{}, fault.New(fault.Invalid, "tenant slug %q must be 3-40 lower-case letters, digits or inner hyphens", slug)
+	}
+	if err := checkText("tenant name", name, 1, 200); err != nil {
+		return Tenant{}, err
+	}
+	t := Tenant{ID: uuid.New(), Slug: slug, Name: strings.TrimSpace(name)}
+	if err := s.store.CreateTenant(ctx, &t); err != nil {
+		return Tenant{}, err
+	}
+	return t, nil
+}
+
+// UpdateTenant applies fn to the tenant and saves it, then announces the
+// change.
+func (s *Service) UpdateTenant(ctx context.Context, id uuid.UUID, fn func(*Tenant) error) (Tenant, error) {
+	t, v, err := s.store.UpdateTenant(ctx, id, func(t *Tenant) error {
+		if err := fn(t); err != nil {
+			return err
+		}
+		if err := checkText("tenant name", t.Name, 1, 200); err != nil {
+			return err
+		}
+		return ValidateTenantSettings(t.Settings)
+	})
+	if err != nil {
+		return Tenant{}, err
+	}
+	s.publish(ctx, changes.Event{TenantID: id, Kind: changes.TenantSettings, Version: v})
+	return t, nil
+}
+
+// CreateMember validates and creates a member with a hashed password.
+func (s *Service) CreateMember(ctx context.Context, tenantID uuid.UUID, email, password string, role Role) (Member, error) {
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != strings.TrimSpace(email) || len(email) > 254 {
+		return Member{}, fault.New(fault.Invalid, "email %q is not a valid address", email)
+	}
+	if !role.Valid() {
+		return Member{}, fault.New(fault.Invalid, "role %q must be one of owner, admin, operator, viewer", role)
+	}
+	if err := checkPassword(password); err != nil {
+		return Member{}, err
+	}
+	m := Member{ID: uuid.New(), TenantID: tenantID, Email: strings.ToLower(addr.Address), Role: role, PasswordHash: HashSecret(password)}
+	if err := s.store.CreateMember(ctx, &m); err != nil {
+		return Member{}, err
+	}
+	return m, nil
+}
+
+// SetMemberPassword replaces a member's password.
+func (s *Service) SetMemberPassword(ctx context.Context, tenantID, id uuid.UUID, password string) error {
+	if err := checkPassword(password); err != nil {
+		return err
+	}
+	_, err := s.store.UpdateMember(ctx, tenantID, id, func(m *Member) error {
+		m.PasswordHash = HashSecret(password)
+		return nil
+	})
+	return err
+}
+
+// Authenticate returns the member with email whose password matches. Every
+// failure is the same fault.Unauthorized, so callers cannot probe emails.
+func (s *Service) Authenticate(ctx context.Context, tenantID uuid.UUID, email, password string) (Member, error) {
+	m, err := s.store.MemberByEmail(ctx, tenantID, strings.ToLower(strings.TrimSpace(email)))
+	if err != nil && !fault.Is(err, fault.NotFound) {
+		return Member{}, err
+	}
+	if err != nil || !VerifySecret(m.PasswordHash, password) {
+		return Member{}, fault.New(fault.Unauthorized, "wrong email or password")
+	}
+	return m, nil
+}
+
+func checkPassword(p string) error {
+	if len(p) < 10 || len(p) > 256 {
+		return fault.New(fault.Invalid, "password must be 10-256 bytes long")
+	}
+	return nil
+}
+
+func checkText(what, v string, min, max int) error {
+	n := len(strings.TrimSpace(v))
+	if n < min || len(v) > max {
+		return fault.New(fault.Invalid, "%s must be %d-%d bytes long", what, min, max)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package identity
+
+import (
+	"fmt"
+
+	"github.com/visorhq/visor/services/fault"
+)
+
+// Limits on what a caller may put in settings.
+const (
+	maxListEntries = 256
+	maxEntryBytes  = 200
+)
+
+// ValidateAgentSettings checks the sizes of every list in s.
+func ValidateAgentSettings(s AgentSettings) error {
+	c := s.Capabilities
+	lists := map[string][]string{
+		"allowed_tools": c.AllowedTools, "denied_tools": c.DeniedTools, "db_sources": c.DBSources,
+		"scoped_tools": c.ScopedTools, "computer_use_config.allowed_domains": c.ComputerUseConfig.AllowedDomains,
+	}
+	for name, l := range lists {
+		if err := checkList(name, l); err != nil {
+			return err
+		}
+	}
+	if m := c.ComputerUseConfig.MaxActions; m < 0 || m > 1000 {
+		return fault.New(fault.Invalid, "computer_use_config.max_actions must be 0-1000")
+	}
+	return nil
+}
+
+// ValidateTenantSettings checks the sizes of every list in s.
+func ValidateTenantSettings(s TenantSettings) error {
+	if len(s.ServerName) > 64 {
+		return fault.New(fault.Invalid, "server_name must be at most 64 bytes")
+	}
+	if err := checkList("external_whitelist", s.ExternalWhitelist); err != nil {
+		return err
+	}
+	if len(s.Delegation.Pairs) > maxListEntries {
+		return fault.New(fault.Invalid, "delegation.pairs holds at most %d pairs", maxListEntries)
+	}
+	switch s.ScriptWhenUnavailable {
+	case "", "run_unsandboxed":
+	default:
+		return fault.New(fault.Invalid, `script_when_unavailable must be "" or "run_unsandboxed"`)
+	}
+	return nil
+}
+
+func checkList(name string, l []string) error {
+	if len(l) > maxListEntries {
+		return fault.New(fault.Invalid, "%s holds at most %d entries", name, maxListEntries)
+	}
+	for i, e := range l {
+		if e == "" || len(e) > maxEntryBytes {
+			return fault.New(fault.Invalid, "%s", fmt.Sprintf("%s[%d] must be 1-%d bytes", name, i, maxEntryBytes))
+		}
+	}
+	return nil
+}
