@@ -1,0 +1,41 @@
+// Package live keeps every caller's tool list current: it tracks this
+// replica's notification streams and tells exactly the callers whose visible
+// set of tools changed.
+//
+// The MCP edge implements Stream and calls Streams.Open; the hub in this
+// package implements Streams.
+package live
+
+import (
+	"context"
+
+	"github.com/visorhq/visor/services/identity"
+)
+
+// Stream is one live notification stream this replica holds: a legacy
+// session's GET stream or a 2026-07-28 subscriptions/listen stream.
+type Stream interface {
+	// Principal is the caller the stream belongs to.
+	Principal() identity.Principal
+	// NotifyToolsChanged sends notifications/tools/list_changed on this
+	// stream only.
+	NotifyToolsChanged(ctx context.Context) error
+}
+
+// Streams tracks the live streams of this replica.
+type Streams interface {
+	// Open registers s and returns the function that unregisters it, which
+	// the caller must call when the stream ends.
+	Open(ctx context.Context, s Stream) (unregister func())
+}
+
+// NoStreams tracks nothing: its streams never hear of changes. For tests of
+// the edge alone.
+type NoStreams struct{}
+
+// Open does nothing.
+func (NoStreams) Open(context.Context, Stream) func() { return func() {} }
+
+// VisibleFunc returns the names of the tools p can see and call right now,
+// in any order. The tools package provides it from the one policy function.
+type VisibleFunc func(ctx context.Context, p identity.Principal) ([]string, error)
