@@ -22,8 +22,12 @@ type recorder struct {
 	subscribed int
 }
 
-func (r *recorder) handle(e changes.Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
-func (r *recorder) onSub()                 { r.mu.Lock(); r.subscribed++; r.mu.Unlock() }
+func (r *recorder) handle(e changes.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+func (r *recorder) onSub() { r.mu.Lock(); r.subscribed++; r.mu.Unlock() }
 func (r *recorder) snapshot() ([]changes.Event, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
