@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"

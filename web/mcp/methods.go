@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"

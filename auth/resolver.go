@@ -1,0 +1,156 @@
+package auth
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// Store is what the resolver reads. identity.Store satisfies it.
+type Store interface {
+	TenantBySlug(ctx context.Context, slug string) (identity.Tenant, error)
+	Tenant(ctx context.Context, id uuid.UUID) (identity.Tenant, error)
+	Key(ctx context.Context, tenantID, id uuid.UUID) (identity.Key, error)
+	Agent(ctx context.Context, tenantID, id uuid.UUID) (identity.Agent, error)
+}
+
+// KeyLocator finds the tenant of a key from its globally unique id, for
+// admin routes that do not name their tenant.
+type KeyLocator interface {
+	KeyTenant(ctx context.Context, keyID uuid.UUID) (uuid.UUID, error)
+}
+
+// TokenResolver resolves one family of bearer tokens other than API keys
+// (OAuth access tokens, round tokens) inside a known tenant. It returns
+// fault.Unauthorized for a token it does not accept.
+type TokenResolver interface {
+	ResolveToken(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error)
+}
+
+// SessionResolver resolves a member's dashboard session cookie.
+type SessionResolver interface {
+	// SessionCookie is the cookie's name.
+	SessionCookie() string
+	// ResolveSession returns the session's tenant and principal, or
+	// fault.Unauthorized.
+	ResolveSession(ctx context.Context, value string) (identity.Tenant, identity.Principal, error)
+}
+
+// Resolver turns bearer credentials into principals.
+type Resolver struct {
+	store    Store
+	locator  KeyLocator
+	urls     URLs
+	verified *verifyCache
+	log      *slog.Logger
+	now      func() time.Time
+
+	// OAuth resolves OAuth access tokens; Rounds resolves "vsr_" round
+	// tokens; Sessions resolves member session cookies (admin routes).
+	// Each may be nil, in which case its credentials are refused.
+	OAuth    TokenResolver
+	Rounds   TokenResolver
+	Sessions SessionResolver
+}
+
+// VerifyCacheTTL is how long a successful argon2id verification of an API
+// key is remembered. Revocation, expiry and trashing are read from the
+// database on every request, so the TTL only bounds memory and how long a
+// secret that was rotated in place keeps matching (never: the cache entry
+// is tied to the stored hash).
+const VerifyCacheTTL = 5 * time.Minute
+
+// NewResolver returns a resolver reading store. locator may be nil when no
+// admin route lacks a tenant.
+func NewResolver(store Store, locator KeyLocator, urls URLs, log *slog.Logger) *Resolver {
+	return &Resolver{store: store, locator: locator, urls: urls, log: log, now: time.Now,
+		verified: newVerifyCache(VerifyCacheTTL, 100_000, time.Now)}
+}
+
+// URLs returns the public URLs the resolver names in its challenges.
+func (r *Resolver) URLs() URLs { return r.urls }
+
+func unauthorized(msg string) error { return fault.New(fault.Unauthorized, "%s", msg) }
+
+// Resolve returns the principal of token inside tenant t. Every failure is
+// fault.Unauthorized except a storage failure, which is returned as is.
+func (r *Resolver) Resolve(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error) {
+	switch {
+	case token == "":
+		return identity.Principal{}, errNoToken
+	case strings.HasPrefix(token, "vsk_"):
+		return r.resolveKey(ctx, t, token)
+	case strings.HasPrefix(token, RoundTokenPrefix):
+		if r.Rounds == nil {
+			return identity.Principal{}, unauthorized("round tokens are not accepted here")
+		}
+		return r.Rounds.ResolveToken(ctx, t, token)
+	case r.OAuth != nil:
+		return r.OAuth.ResolveToken(ctx, t, token)
+	}
+	return identity.Principal{}, unauthorized("the bearer token is not valid")
+}
+
+// RoundTokenPrefix starts every round token.
+const RoundTokenPrefix = "vsr_"
+
+// resolveKey checks an API key. The key row (and its agent) is read on
+// every request so revocation, expiry and trashing take effect at once on
+// every replica; only the argon2id verification is cached.
+func (r *Resolver) resolveKey(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error) {
+	id, secret, ok := identity.ParseKeyToken(token)
+	if !ok {
+		return identity.Principal{}, unauthorized("the API key is malformed")
+	}
+	// Key ids are global; reading through the URL's tenant makes a key of
+	// another tenant look exactly like a missing one.
+	k, err := r.store.Key(ctx, t.ID, id)
+	if fault.Is(err, fault.NotFound) {
+		return identity.Principal{}, unauthorized("the API key is not valid")
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	if k.TenantID != t.ID || !r.verified.verify(token, k.SecretHash, secret) {
+		return identity.Principal{}, unauthorized("the API key is not valid")
+	}
+	if !k.Live(r.now()) {
+		return identity.Principal{}, unauthorized("the API key is revoked or expired")
+	}
+	p := identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator,
+		CredentialID: "key:" + k.ID.String(), Scopes: k.Scopes}
+	if k.Kind == identity.KeyAgent {
+		a, err := r.store.Agent(ctx, t.ID, k.AgentID)
+		if fault.Is(err, fault.NotFound) || (err == nil && a.Status != identity.AgentActive) {
+			return identity.Principal{}, unauthorized("the API key's agent is in the trash or gone")
+		}
+		if err != nil {
+			return identity.Principal{}, err
+		}
+		p.Kind, p.AgentID = identity.KindEmployee, a.ID
+	}
+	return p, nil
+}
+
+// tenantOfKey returns the tenant a key token belongs to, for admin routes
+// without a tenant in the path.
+func (r *Resolver) tenantOfKey(ctx context.Context, token string) (identity.Tenant, error) {
+	id, _, ok := identity.ParseKeyToken(token)
+	if !ok || r.locator == nil {
+		return identity.Tenant{}, unauthorized("the API key is not valid")
+	}
+	tid, err := r.locator.KeyTenant(ctx, id)
+	if fault.Is(err, fault.NotFound) {
+		return identity.Tenant{}, unauthorized("the API key is not valid")
+	}
+	if err != nil {
+		return identity.Tenant{}, err
+	}
+	return r.store.Tenant(ctx, tid)
+}
