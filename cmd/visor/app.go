@@ -64,9 +64,15 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	return a, nil
 }
 
-// publisher is where committed policy changes go. Until the live-changes
-// bus is wired, events are dropped and replicas rely on reconciliation.
-func (a *app) publisher() changes.Publisher { return changes.Discard{} }
+// publisher is where committed policy changes go: the tenant's Redis
+// channel, or nowhere for commands without Redis (replicas then reconcile
+// against the policy version).
+func (a *app) publisher() changes.Publisher {
+	if a.rdb == nil {
+		return changes.Discard{}
+	}
+	return redisx.NewBus(a.rdb.Client)
+}
 
 // Close releases everything openApp opened, newest first.
 func (a *app) Close() {

@@ -27,6 +27,7 @@ type Config struct {
 	WorkerConcurrency int           // VISOR_WORKER_CONCURRENCY
 	DevDir            string        // VISOR_DEV_DIR: where `visor dev` keeps its credentials
 	OTLPEndpoint      string        // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
+	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -47,6 +48,7 @@ var envVars = []envVar{
 	{"VISOR_ADMIN_TOKEN", "", "platform admin token for creating tenants over the API (32+ characters); empty disables"},
 	{"VISOR_WORKER_CONCURRENCY", "10", "jobs one worker process runs at once"},
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
+	{"VISOR_LIVE_RECONCILE_EVERY", "2s", "how often each replica compares its live streams' tenants with Postgres (repairs lost change events)"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
 
@@ -108,6 +110,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.WorkerConcurrency, err = strconv.Atoi(get("VISOR_WORKER_CONCURRENCY")); err != nil || c.WorkerConcurrency < 1 || c.WorkerConcurrency > 10000 {
 		bad("VISOR_WORKER_CONCURRENCY", "%q must be a number 1-10000", get("VISOR_WORKER_CONCURRENCY"))
+	}
+	if c.LiveReconcile, err = time.ParseDuration(get("VISOR_LIVE_RECONCILE_EVERY")); err != nil || c.LiveReconcile < 100*time.Millisecond {
+		bad("VISOR_LIVE_RECONCILE_EVERY", "%q must be a duration of at least 100ms, like 2s", get("VISOR_LIVE_RECONCILE_EVERY"))
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
 		bad("VISOR_ADMIN_TOKEN", "must be at least 32 characters (try: openssl rand -hex 32), or unset to disable")
