@@ -26,17 +26,22 @@ type NewAgent struct {
 // AgentPatch is the body of PATCH /tenants/{tenant}/agents/{agent}; absent
 // fields stay. reports_to null clears the manager. The name is permanent.
 type AgentPatch struct {
-	Department  *string     `json:"department,omitempty"`
-	ReportsTo   *OptionalID `json:"reports_to,omitempty"`
-	Role        *string     `json:"role,omitempty"`
-	BudgetCents *int64      `json:"budget_cents,omitempty"`
+	Department  *string    `json:"department,omitempty"`
+	ReportsTo   OptionalID `json:"reports_to,omitzero"`
+	Role        *string    `json:"role,omitempty"`
+	BudgetCents *int64     `json:"budget_cents,omitempty"`
 }
 
-// OptionalID is a UUID that may be JSON null (meaning "none").
-type OptionalID struct{ ID uuid.UUID }
+// OptionalID is a patch field holding a UUID or JSON null ("none"); Set
+// tells a present field from an absent one.
+type OptionalID struct {
+	ID  uuid.UUID
+	Set bool
+}
 
 // UnmarshalJSON accepts a UUID string or null.
 func (o *OptionalID) UnmarshalJSON(b []byte) error {
+	o.Set = true
 	if string(b) == "null" {
 		o.ID = uuid.Nil
 		return nil
@@ -142,7 +147,7 @@ func (r agents) update(c echo.Context) error {
 			if in.Department != nil {
 				a.Department = *in.Department
 			}
-			if in.ReportsTo != nil {
+			if in.ReportsTo.Set {
 				a.ReportsTo = in.ReportsTo.ID
 			}
 			if in.Role != nil {

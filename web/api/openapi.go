@@ -133,7 +133,7 @@ var (
 // ref returns a schema for t, a $ref for named structs.
 func (g *schemaGen) ref(t reflect.Type) map[string]any {
 	switch {
-	case t.Implements(schemaerType):
+	case t.Kind() != reflect.Pointer && t.Implements(schemaerType):
 		return reflect.Zero(t).Interface().(Schemaer).JSONSchema()
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
