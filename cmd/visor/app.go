@@ -24,12 +24,12 @@ import (
 // app holds the shared dependencies of the long-running commands. Each
 // command opens it with only what it needs and closes it on the way out.
 type app struct {
-	cfg  Config
-	log  *slog.Logger
-	tp   trace.TracerProvider // nil when tracing is off
-	db   *postgres.DB
-	rdb  *redisx.Client // nil for commands that do not need Redis
-	ids  *identity.Service
+	cfg Config
+	log *slog.Logger
+	tp  trace.TracerProvider // nil when tracing is off
+	db  *postgres.DB
+	rdb *redisx.Client // nil for commands that do not need Redis
+	ids *identity.Service
 	// grants is the scoped-grants service (capability_request, approvals).
 	grants *grants.Service
 	stop   []func()
