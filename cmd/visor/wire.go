@@ -29,6 +29,7 @@ func (a *app) adminAPI(resolver *auth.Resolver) *api.API {
 		Identity: a.ids, Authenticate: resolver.AdminMiddleware(), PlatformToken: a.cfg.AdminToken, Logger: a.log,
 	})
 	// Other areas: adm.Add(yourResource)
+	adm.Add(api.NewGrants(a.grants))
 	return adm
 }
 

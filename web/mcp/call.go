@@ -58,6 +58,7 @@ func (h *Handler) dispatch(ctx context.Context, p identity.Principal, params *sd
 		return nil, refuse(je.Code, tools.EventCapabilityDenied, je.Message)
 	}
 	args, argErr := tools.DecodeArgs(params.Arguments)
+	e.ArgsDigest = h.reg.Digest(tool, args)
 	if d := h.reg.Decide(sub, tool, args); !d.Allowed {
 		return nil, refuse(d.Code, d.Event, d.Reason)
 	}
@@ -65,7 +66,6 @@ func (h *Handler) dispatch(ctx context.Context, p identity.Principal, params *sd
 	if argErr == nil {
 		argErr = h.reg.CheckArgs(tool, args)
 	}
-	e.ArgsDigest = h.reg.Digest(tool, args)
 	if argErr != nil {
 		return h.toolError(e, argErr), nil
 	}
