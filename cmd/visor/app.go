@@ -14,7 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/redisx"
 )
@@ -22,13 +24,15 @@ import (
 // app holds the shared dependencies of the long-running commands. Each
 // command opens it with only what it needs and closes it on the way out.
 type app struct {
-	cfg  Config
-	log  *slog.Logger
-	tp   trace.TracerProvider // nil when tracing is off
-	db   *postgres.DB
-	rdb  *redisx.Client // nil for commands that do not need Redis
-	ids  *identity.Service
-	stop []func()
+	cfg Config
+	log *slog.Logger
+	tp  trace.TracerProvider // nil when tracing is off
+	db  *postgres.DB
+	rdb *redisx.Client // nil for commands that do not need Redis
+	ids *identity.Service
+	// grants is the scoped-grants service (capability_request, approvals).
+	grants *grants.Service
+	stop   []func()
 }
 
 type appNeeds struct {
@@ -61,6 +65,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 		a.stop = append(a.stop, func() { _ = a.rdb.Close() })
 	}
 	a.ids = identity.NewService(postgres.NewIdentityStore(a.db), a.publisher(), log)
+	a.grants = grants.NewService(postgres.NewGrantStore(a.db), a.ids.Store(), a.publisher(), tools.Match, log)
 	return a, nil
 }
 

@@ -59,7 +59,8 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		serveCommand(), workerCommand(), migrateCommand(),
+		serveCommand(), workerCommand(), migrateCommand(), devCommand(),
+		tenantCommand(), memberCommand(), agentCommand(), keyCommand(),
 		versionCommand(),
 	}
 }

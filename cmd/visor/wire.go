@@ -4,6 +4,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/catalog"
+	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/web/api"
 	"github.com/visorhq/visor/web/server"
@@ -24,7 +26,12 @@ func (a *app) routes(s *server.Server, baseURL string) error {
 		return err
 	}
 	a.adminAPI(resolver, api.AuditResource(trail), api.ReservationsResource(postgres.NewReservationStore(a.db))).Register(s.Echo())
-	if err := a.mountMCP(s, resolver, trail, mcpDeps{}); err != nil {
+	mcpDeps := mcpDeps{
+		families: []catalog.Family{a.grants},
+		grants:   a.grants,
+		streams:  func(visible live.VisibleFunc) (live.Streams, error) { return a.startLive(s, visible) },
+	}
+	if err := a.mountMCP(s, resolver, trail, mcpDeps); err != nil {
 		return err
 	}
 	return nil
@@ -36,6 +43,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, extra ...api.Resource) *api.API 
 		Identity: a.ids, Authenticate: resolver.AdminMiddleware(), PlatformToken: a.cfg.AdminToken, Logger: a.log,
 	})
 	// Other areas: adm.Add(yourResource)
+	adm.Add(api.NewGrants(a.grants))
 	adm.Add(extra...)
 	return adm
 }
