@@ -24,17 +24,26 @@ func errInvalidTarget() *fosite.RFC6749Error {
 }
 
 // issWriter adds the RFC 9207 iss parameter to every redirect back to the
-// client, successes and errors alike.
+// client, successes and errors alike. With dropState it removes the
+// placeholder state of a request that sent none.
 type issWriter struct {
 	http.ResponseWriter
-	iss string
+	iss       string
+	dropState bool
 }
+
+// noState stands in for a missing state: OAuth 2.1 makes state optional
+// under PKCE, but fosite insists on one. It never reaches the client.
+const noState = "visor-no-state"
 
 func (w *issWriter) WriteHeader(code int) {
 	if loc := w.Header().Get("Location"); code >= 300 && code < 400 && loc != "" {
 		if u, err := url.Parse(loc); err == nil {
 			q := u.Query()
 			q.Set("iss", w.iss)
+			if w.dropState {
+				q.Del("state")
+			}
 			u.RawQuery = q.Encode()
 			w.Header().Set("Location", u.String())
 		}
@@ -55,6 +64,10 @@ func (s *Server) authorize(c echo.Context) error {
 	w := &issWriter{ResponseWriter: c.Response(), iss: s.urls.Issuer(t.Slug)}
 	if err := req.ParseForm(); err != nil {
 		return s.errorPage(c, t, http.StatusBadRequest, "Bad request", "The authorization request could not be read.")
+	}
+	if req.Form.Get("state") == "" {
+		req.Form.Set("state", noState)
+		w.dropState = true
 	}
 	if msg := s.checkClientRedirect(ctx, t, req.Form); msg != "" {
 		return s.errorPage(c, t, http.StatusBadRequest, "Cannot continue", msg)

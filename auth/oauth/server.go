@@ -106,6 +106,7 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 		ClientSecretsHasher:            argonHasher{},
 		RedirectSecureChecker:          fosite.IsRedirectURISecureStrict,
 		OmitRedirectScopeParam:         true,
+		MinParameterEntropy:            1, // state is optional (see noState)
 	}
 	st := &fositeStore{store: store, clients: s.clients}
 	s.provider = compose.Compose(fc, st, &compose.CommonStrategy{CoreStrategy: compose.NewOAuth2HMACStrategy(fc)},
