@@ -22,7 +22,7 @@ func scanClient(row pgx.Row) (credentials.Client, error) {
 	return c, err
 }
 
-func nullable(s string) *string {
+func nullString(s string) *string {
 	if s == "" {
 		return nil
 	}
@@ -34,7 +34,7 @@ func (s *CredentialStore) CreateClient(ctx context.Context, c *credentials.Clien
 	err := s.q(ctx).QueryRow(ctx, `INSERT INTO oauth_clients (tenant_id, id, kind, name, client_uri, secret_hash,
 		redirect_uris, grant_types, scopes, token_endpoint_auth_method, fetched_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING created_at`,
-		c.TenantID, c.ID, c.Kind, c.Name, c.ClientURI, nullable(c.SecretHash), c.RedirectURIs, c.GrantTypes, c.Scopes,
+		c.TenantID, c.ID, c.Kind, c.Name, c.ClientURI, nullString(c.SecretHash), c.RedirectURIs, c.GrantTypes, c.Scopes,
 		c.AuthMethod, c.FetchedAt).Scan(&c.CreatedAt)
 	return mapErr(err, "client")
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/grants"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/redisx"
+)
+
+// app holds the shared dependencies of the long-running commands. Each
+// command opens it with only what it needs and closes it on the way out.
+type app struct {
+	cfg Config
+	log *slog.Logger
+	tp  trace.TracerProvider // nil when tracing is off
+	db  *postgres.DB
+	rdb *redisx.Client // nil for commands that do not need Redis
+	ids *identity.Service
+	// grants is the scoped-grants service (capability_request, approvals).
+	grants *grants.Service
+	stop   []func()
+}
+
+type appNeeds struct {
+	redis       bool // open Redis
+	schemaCheck bool // refuse a schema that is behind
+}
+
+// openApp connects to what the command needs. Every failure is one line
+// that says what is wrong and which variable to set.
+func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerProvider, need appNeeds) (_ *app, err error) {
+	a := &app{cfg: cfg, log: log, tp: tp}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if a.db, err = openPostgres(ctx, cfg, tp); err != nil {
+		return nil, err
+	}
+	a.stop = append(a.stop, a.db.Close)
+	if need.schemaCheck {
+		if err := a.db.CheckCurrent(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if need.redis {
+		if a.rdb, err = openRedis(ctx, cfg, tp); err != nil {
+			return nil, err
+		}
+		a.stop = append(a.stop, func() { _ = a.rdb.Close() })
+	}
+	a.ids = identity.NewService(postgres.NewIdentityStore(a.db), a.publisher(), log)
+	a.grants = grants.NewService(postgres.NewGrantStore(a.db), a.ids.Store(), a.publisher(), tools.Match, log)
+	return a, nil
+}
+
+// publisher is where committed policy changes go: the tenant's Redis
+// channel, or nowhere for commands without Redis (replicas then reconcile
+// against the policy version).
+func (a *app) publisher() changes.Publisher {
+	if a.rdb == nil {
+		return changes.Discard{}
+	}
+	return redisx.NewBus(a.rdb.Client)
+}
+
+// Close releases everything openApp opened, newest first.
+func (a *app) Close() {
+	for i := len(a.stop) - 1; i >= 0; i-- {
+		a.stop[i]()
+	}
+	a.stop = nil
+}
+
+func openPostgres(ctx context.Context, cfg Config, tp trace.TracerProvider) (*postgres.DB, error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, func(c *pgxpool.Config) {
+		if tp != nil {
+			c.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(tp))
+		}
+	})
+	if err == nil {
+		return db, nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "3D000" {
+		return nil, fmt.Errorf("Postgres: %s; create it (createdb), run `visor dev` which creates it, or set VISOR_DATABASE_URL", pe.Message)
+	}
+	return nil, fmt.Errorf("cannot use Postgres (%s); start Postgres or set VISOR_DATABASE_URL", oneLine(err))
+}
+
+func openRedis(ctx context.Context, cfg Config, tp trace.TracerProvider) (*redisx.Client, error) {
+	rdb, err := redisx.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use Redis (%s); start Redis or set VISOR_REDIS_URL", oneLine(err))
+	}
+	if tp != nil {
+		if err := redisotel.InstrumentTracing(rdb.Client, redisotel.WithTracerProvider(tp)); err != nil {
+			_ = rdb.Close()
+			return nil, fmt.Errorf("instrument Redis: %w", err)
+		}
+	}
+	return rdb, nil
+}
+
+// newLogger returns the process logger on w.
+func newLogger(cfg Config, w interface{ Write([]byte) (int, error) }) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// oneLine folds a driver's multi-line error (pgx lists every address it
+// tried) into one line, dropping repeats.
+func oneLine(err error) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimRight(strings.TrimSpace(l), ":")
+		if l != "" && !seen[l] {
+			seen[l] = true
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, ": ")
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything the visor binary reads from its environment. Every
+// field comes from one VISOR_* variable (OTLP from the standard OTEL_*
+// one) and has a default that works on a developer machine.
+type Config struct {
+	DatabaseURL       string        // VISOR_DATABASE_URL
+	RedisURL          string        // VISOR_REDIS_URL
+	HTTPAddr          string        // VISOR_HTTP_ADDR
+	BaseURL           string        // VISOR_BASE_URL; derived from the listen address when empty
+	LogLevel          slog.Level    // VISOR_LOG_LEVEL
+	LogFormat         string        // VISOR_LOG_FORMAT: json or text
+	BodyLimit         int64         // VISOR_HTTP_BODY_LIMIT, bytes
+	ShutdownTimeout   time.Duration // VISOR_SHUTDOWN_TIMEOUT
+	AdminToken        string        // VISOR_ADMIN_TOKEN: platform admin bearer token; empty disables
+	WorkerConcurrency int           // VISOR_WORKER_CONCURRENCY
+	DevDir            string        // VISOR_DEV_DIR: where `visor dev` keeps its credentials
+	OTLPEndpoint      string        // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
+	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
+}
+
+// envVar documents one variable: the README's configuration table is this
+// list.
+type envVar struct {
+	Name, Default, Help string
+}
+
+var envVars = []envVar{
+	{"VISOR_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/visor?sslmode=disable", "Postgres URL (source of truth)"},
+	{"VISOR_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (change events, caches, rate limits)"},
+	{"VISOR_HTTP_ADDR", ":8080", "listen address of `serve` and `dev` (port 0 picks a free port)"},
+	{"VISOR_BASE_URL", "", "public URL of this deployment, e.g. https://visor.example.com; default http://localhost:<port>"},
+	{"VISOR_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"VISOR_LOG_FORMAT", "json", "json or text (`visor dev` defaults to text)"},
+	{"VISOR_HTTP_BODY_LIMIT", "1048576", "largest request body in bytes"},
+	{"VISOR_SHUTDOWN_TIMEOUT", "30s", "how long a graceful shutdown may take"},
+	{"VISOR_ADMIN_TOKEN", "", "platform admin token for creating tenants over the API (32+ characters); empty disables"},
+	{"VISOR_WORKER_CONCURRENCY", "10", "jobs one worker process runs at once"},
+	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
+	{"VISOR_LIVE_RECONCILE_EVERY", "2s", "how often each replica compares its live streams' tenants with Postgres (repairs lost change events)"},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
+}
+
+func defaultOf(name string) string {
+	for _, v := range envVars {
+		if v.Name == name {
+			return v.Default
+		}
+	}
+	panic("undocumented variable " + name)
+}
+
+// LoadConfig reads the environment through getenv and validates it. Every
+// problem is reported, one line each, naming the variable and what to set.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return defaultOf(name)
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	c := Config{
+		DatabaseURL: get("VISOR_DATABASE_URL"), RedisURL: get("VISOR_REDIS_URL"), HTTPAddr: get("VISOR_HTTP_ADDR"),
+		BaseURL: strings.TrimRight(get("VISOR_BASE_URL"), "/"), LogFormat: get("VISOR_LOG_FORMAT"),
+		AdminToken: get("VISOR_ADMIN_TOKEN"), DevDir: get("VISOR_DEV_DIR"), OTLPEndpoint: get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+	}
+	if err := checkURL(c.DatabaseURL, "postgres", "postgresql"); err != nil {
+		bad("VISOR_DATABASE_URL", "%v; want postgres://user:password@host:5432/dbname", err)
+	}
+	if err := checkURL(c.RedisURL, "redis", "rediss"); err != nil {
+		bad("VISOR_REDIS_URL", "%v; want redis://host:6379/0", err)
+	}
+	if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		bad("VISOR_HTTP_ADDR", "%q is not host:port; want something like :8080 or 127.0.0.1:8080", c.HTTPAddr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("VISOR_HTTP_ADDR", "port %q must be a number 0-65535", port)
+	}
+	if c.BaseURL != "" {
+		if err := checkURL(c.BaseURL, "http", "https"); err != nil {
+			bad("VISOR_BASE_URL", "%v; want https://visor.example.com", err)
+		}
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(get("VISOR_LOG_LEVEL"))); err != nil {
+		bad("VISOR_LOG_LEVEL", "%q is not a level; want debug, info, warn or error", get("VISOR_LOG_LEVEL"))
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("VISOR_LOG_FORMAT", "%q must be json or text", c.LogFormat)
+	}
+	var err error
+	if c.BodyLimit, err = strconv.ParseInt(get("VISOR_HTTP_BODY_LIMIT"), 10, 64); err != nil || c.BodyLimit < 1024 {
+		bad("VISOR_HTTP_BODY_LIMIT", "%q must be a number of bytes, at least 1024", get("VISOR_HTTP_BODY_LIMIT"))
+	}
+	if c.ShutdownTimeout, err = time.ParseDuration(get("VISOR_SHUTDOWN_TIMEOUT")); err != nil || c.ShutdownTimeout <= 0 {
+		bad("VISOR_SHUTDOWN_TIMEOUT", "%q must be a positive duration like 30s", get("VISOR_SHUTDOWN_TIMEOUT"))
+	}
+	if c.WorkerConcurrency, err = strconv.Atoi(get("VISOR_WORKER_CONCURRENCY")); err != nil || c.WorkerConcurrency < 1 || c.WorkerConcurrency > 10000 {
+		bad("VISOR_WORKER_CONCURRENCY", "%q must be a number 1-10000", get("VISOR_WORKER_CONCURRENCY"))
+	}
+	if c.LiveReconcile, err = time.ParseDuration(get("VISOR_LIVE_RECONCILE_EVERY")); err != nil || c.LiveReconcile < 100*time.Millisecond {
+		bad("VISOR_LIVE_RECONCILE_EVERY", "%q must be a duration of at least 100ms, like 2s", get("VISOR_LIVE_RECONCILE_EVERY"))
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 32 {
+		bad("VISOR_ADMIN_TOKEN", "must be at least 32 characters (try: openssl rand -hex 32), or unset to disable")
+	}
+	if c.OTLPEndpoint != "" {
+		if err := checkURL(c.OTLPEndpoint, "http", "https"); err != nil {
+			bad("OTEL_EXPORTER_OTLP_ENDPOINT", "%v; want http://collector:4318", err)
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// checkURL reports a malformed URL or an unexpected scheme without echoing
+// the URL, which may hold a password.
+func checkURL(raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("the URL is malformed")
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			if u.Host == "" {
+				return errors.New("the URL has no host")
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("scheme %q is not %s", u.Scheme, strings.Join(schemes, " or "))
+}
+
+// baseURL is the public URL: VISOR_BASE_URL, or http://localhost:<port> of
+// the address actually bound.
+func (c Config) baseURL(bound net.Addr) string {
+	if c.BaseURL != "" {
+		return c.BaseURL
+	}
+	host := "localhost"
+	if ta, ok := bound.(*net.TCPAddr); ok {
+		if !ta.IP.IsUnspecified() && !ta.IP.IsLoopback() {
+			host = ta.IP.String()
+		}
+		return fmt.Sprintf("http://%s", net.JoinHostPort(host, strconv.Itoa(ta.Port)))
+	}
+	return "http://" + bound.String()
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func devCommand() command {
+	return command{
+		name: "dev", args: "[-json FILE]",
+		summary: "one-command local start: create the database, migrate, seed a demo tenant, serve with a worker",
+		detail: `Creates the database in VISOR_DATABASE_URL if it is missing, applies every
+migration, makes sure a demo tenant exists with an owner member, an agent
+("assistant"), an operator key and an agent key, then serves HTTP with the job
+worker in the same process and prints the URLs and credentials.
+
+Keys are shown once by design, so dev keeps the demo credentials in
+VISOR_DEV_DIR/credentials.json (default .dev/, ignored by git, mode 0600) and
+reuses them on the next run after checking they still work; any that no longer
+work (new database, revoked key) are replaced. Delete the file to mint fresh
+ones. Listens on 127.0.0.1:8080 unless VISOR_HTTP_ADDR says otherwise, and logs
+as text unless VISOR_LOG_FORMAT says otherwise.`,
+		run: runDev,
+	}
+}
+
+// devDefaults are dev's own defaults for variables left unset.
+var devDefaults = map[string]string{"VISOR_HTTP_ADDR": "127.0.0.1:8080", "VISOR_LOG_FORMAT": "text"}
+
+func runDev(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	jsonFile := fs.String("json", "", "also write the URLs and credentials to `FILE` as JSON (for scripts)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(func(k string) string {
+		if v := e.getenv(k); v != "" {
+			return v
+		}
+		return devDefaults[k]
+	})
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, e.stderr)
+	if err := ensureDatabase(ctx, cfg.DatabaseURL, log); err != nil {
+		return err
+	}
+	db, err := openPostgres(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	applied, err := db.MigrateUp(ctx)
+	db.Close()
+	if err != nil {
+		return err
+	}
+	log.Info("schema is current", "applied_now", len(applied))
+	return serve(ctx, e, cfg, log, serveOptions{withWorker: true, service: "dev", onReady: func(a *app, base string) error {
+		creds, err := seedDemo(ctx, a, base)
+		if err != nil {
+			return fmt.Errorf("seed the demo tenant: %w", err)
+		}
+		printDevBanner(e.stdout, creds, cfg.DevDir)
+		if *jsonFile != "" {
+			return writeJSONFile(*jsonFile, creds, 0o600)
+		}
+		return nil
+	}})
+}
+
+// ensureDatabase creates the database named in url when it does not exist,
+// connecting to the server's "postgres" database to do so.
+func ensureDatabase(ctx context.Context, url string, log *slog.Logger) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("VISOR_DATABASE_URL: the URL is malformed")
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("cannot use Postgres (%s); start Postgres or set VISOR_DATABASE_URL", oneLine(err))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return fmt.Errorf("look for database %q: %s", name, oneLine(err))
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %q: %s; create it yourself or set VISOR_DATABASE_URL", name, oneLine(err))
+	}
+	log.Info("created database", "database", name)
+	return nil
+}
+
+func printDevBanner(w io.Writer, c devCredentials, dir string) {
+	fmt.Fprintf(w, `
+Visor is running in dev mode. Stop it with Ctrl-C.
+
+  Dashboard      %s
+  MCP endpoint   %s
+  Admin API      %s/api/v1  (OpenAPI: %s/api/v1/openapi.json)
+
+  Tenant         %s
+  Owner login    %s / %s
+  Operator key   %s
+  Agent key      %s  (agent %q)
+
+Credentials are kept in %s and reused next time.
+Try: curl -H "Authorization: Bearer %s" %s/api/v1/tenants/%s/agents
+
+`, c.DashboardURL, c.MCPURL, c.BaseURL, c.BaseURL, c.Tenant, c.OwnerEmail, c.OwnerPassword,
+		c.OperatorKey, c.AgentKey, c.Agent, credentialsPath(dir), c.OperatorKey, c.BaseURL, c.Tenant)
+}
+
+func writeJSONFile(path string, v any, mode os.FileMode) error {
+	b, err := jsonIndent(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/visorhq/visor/services/grants"
+	"github.com/visorhq/visor/services/live"
+	"github.com/visorhq/visor/storage/redisx"
+	"github.com/visorhq/visor/web/server"
+)
+
+// startLive starts the live-changes plane of a serve process: the hub that
+// tracks this replica's notification streams and recomputes them on change
+// events, the Redis subscription that feeds it (and kicks its reconciler on
+// every (re)subscription), and the grant expirer. app.Close stops them.
+// visible is the tools policy's view (tools.VisibleFunc); the MCP endpoint
+// opens its streams on the returned hub.
+func (a *app) startLive(s *server.Server, visible live.VisibleFunc) (*live.Hub, error) {
+	log := a.log.With("area", "live")
+	ctx := context.Background()
+	hub := live.NewHub(live.Config{Visible: visible, Versions: a.db, ReconcileEvery: a.cfg.LiveReconcile, Log: log})
+	if err := hub.Start(ctx); err != nil {
+		return nil, err
+	}
+	a.stop = append(a.stop, hub.Stop)
+	if a.rdb != nil {
+		sub := redisx.NewSubscriber(a.rdb.Client, hub.Handle, hub.Kick, log)
+		if err := sub.Start(ctx); err != nil {
+			return nil, err
+		}
+		a.stop = append(a.stop, sub.Stop)
+	}
+	x := grants.NewExpirer(a.grants, time.Second, log)
+	if err := x.Start(ctx); err != nil {
+		return nil, err
+	}
+	a.stop = append(a.stop, x.Stop)
+
+	stat := func(f func(live.Stats) int) func() float64 {
+		return func() float64 { return float64(f(hub.Stats())) }
+	}
+	s.Registry().MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "visor_live_streams", Help: "Live notification streams held by this replica."},
+			stat(func(s live.Stats) int { return s.Streams })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "visor_live_principals", Help: "Distinct principals with a live stream on this replica."},
+			stat(func(s live.Stats) int { return s.Principals })),
+	)
+	return hub, nil
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"time"
+
+	"github.com/visorhq/visor/web/server"
+	"github.com/visorhq/visor/worker"
+)
+
+func serveCommand() command {
+	return command{
+		name: "serve", summary: "run the HTTP edge: MCP, OAuth, admin API, health and metrics",
+		detail: `Serves HTTP on VISOR_HTTP_ADDR until SIGTERM or SIGINT, then drains in-flight
+requests for up to VISOR_SHUTDOWN_TIMEOUT. Needs Postgres and Redis, and refuses
+to start on a schema that is behind (run ` + "`visor migrate up`" + ` first). Run as many
+replicas as you like behind a load balancer.`,
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+			if err := parse(fs, args); err != nil {
+				return err
+			}
+			cfg, err := LoadConfig(e.getenv)
+			if err != nil {
+				return err
+			}
+			return serve(ctx, e, cfg, newLogger(cfg, e.stderr), serveOptions{})
+		},
+	}
+}
+
+type serveOptions struct {
+	withWorker bool                               // run the job worker in-process (`visor dev`)
+	onReady    func(a *app, baseURL string) error // called once listening
+	service    string
+}
+
+// serve runs the HTTP edge (and, for dev, the worker) until ctx ends.
+func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOptions) (err error) {
+	if o.service == "" {
+		o.service = "serve"
+	}
+	tp, flush, err := newTracerProvider(ctx, cfg, o.service)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(flush, log)
+	a, err := openApp(ctx, cfg, log, tp, appNeeds{redis: true, schemaCheck: true})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	s := server.New(server.Options{
+		Addr: cfg.HTTPAddr, Logger: log, BodyLimit: cfg.BodyLimit, ShutdownTimeout: cfg.ShutdownTimeout,
+		TracerProvider: tp, ErrorHandler: a.errorHandler(),
+		Checks: []server.Check{
+			{Name: "postgres", Fn: func(ctx context.Context) error { return a.db.Pool.Ping(ctx) }},
+			{Name: "redis", Fn: a.rdb.Ping},
+		},
+	})
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	base := cfg.baseURL(s.Addr())
+	if err := a.routes(s, base); err != nil {
+		return err
+	}
+	if o.withWorker {
+		r, err := a.newRunner()
+		if err != nil {
+			return err
+		}
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
+		defer stopRunner(r, cfg, log)
+	}
+	if e.listening != nil {
+		e.listening(s.Addr())
+	}
+	if o.onReady != nil {
+		if err := o.onReady(a, base); err != nil {
+			return err
+		}
+	}
+	return s.Serve(ctx)
+}
+
+func stopRunner(r *worker.Runner, cfg Config, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := r.Stop(ctx); err != nil {
+		log.Error("stop job runner", "err", err)
+	}
+}
+
+func flushTraces(flush func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := flush(ctx); err != nil {
+		log.Warn("flush traces", "err", err)
+	}
+}

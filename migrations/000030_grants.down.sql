@@ -1,0 +1,2 @@
+DROP TABLE grants;
+DROP TABLE capability_requests;

@@ -1,0 +1,261 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
+)
+
+// checkName refuses a reserved name (seed 000): one held by an employee in
+// the trash, one recorded as removed whose row is gone, and any name at all
+// while the trash or the reservations cannot be listed.
+func (s *Service) checkName(ctx context.Context, tenantID uuid.UUID, name string) error {
+	all, err := s.dirs.ListAgents(ctx, tenantID)
+	if err != nil {
+		return fault.Newf(fault.Unavailable, err, "cannot check whether %q is reserved: the trash cannot be listed right now; retry later", name)
+	}
+	held := slices.IndexFunc(all, func(a identity.Agent) bool { return a.Name == name })
+	if held >= 0 && all[held].Status == identity.AgentTrashed {
+		return fault.New(fault.Conflict, "the name %q is reserved: an AI employee with that name is in the trash, and an administrator can restore it; choose a different name", name)
+	}
+	res, err := s.res.List(ctx, tenantID)
+	if err != nil {
+		return fault.Newf(fault.Unavailable, err, "cannot check whether %q is reserved: the reserved names cannot be listed right now; retry later", name)
+	}
+	if held < 0 && slices.ContainsFunc(res, func(r Reservation) bool { return r.Name == name }) {
+		return fault.New(fault.Conflict, "the name %q is reserved: it belonged to a removed AI employee, and only an administrator can reuse it; choose a different name", name)
+	}
+	return nil
+}
+
+func (s *Service) create(ctx context.Context, c tools.Call) (*tools.Result, error) {
+	name, _ := tools.String(c.Args, "name")
+	tenantID := c.Subject.Tenant.ID
+	if err := s.checkName(ctx, tenantID, name); err != nil {
+		return nil, err
+	}
+	in := identity.NewAgent{Name: name}
+	in.Department, _ = tools.String(c.Args, "department")
+	in.Role, _ = tools.String(c.Args, "role")
+	in.BudgetCents, _ = tools.Int(c.Args, "budget_cents")
+	if m, ok := tools.String(c.Args, "reports_to"); ok && m != "" {
+		boss, err := s.byName(ctx, tenantID, m)
+		if err != nil {
+			return nil, err
+		}
+		in.ReportsTo = boss.ID
+	}
+	a, err := s.ids.CreateAgent(ctx, tenantID, in)
+	if fault.Is(err, fault.Conflict) {
+		return nil, fault.New(fault.Conflict, "an AI employee named %q already exists; choose a different name", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &tools.Result{Text: fmt.Sprintf("Created AI employee %s.", a.Name), Structured: view(a, nil)}, nil
+}
+
+// byName returns the active employee called name.
+func (s *Service) byName(ctx context.Context, tenantID uuid.UUID, name string) (identity.Agent, error) {
+	a, err := s.dirs.AgentByName(ctx, tenantID, name)
+	if fault.Is(err, fault.NotFound) || (err == nil && a.Status != identity.AgentActive) {
+		return identity.Agent{}, fault.New(fault.NotFound, "no active AI employee is named %q", name)
+	}
+	return a, err
+}
+
+// mayActOn refuses an AI employee acting on an employee it has no
+// delegation relationship with. Operators and members' clients are not
+// restricted.
+func (s *Service) mayActOn(ctx context.Context, sub *tools.Subject, target identity.Agent, what string) error {
+	if sub.Agent == nil {
+		return nil
+	}
+	ok, err := NewDelegation(s.dirs).Related(ctx, sub.Tenant.Settings.Delegation, sub.Tenant.ID, sub.Agent.ID, target.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return tools.Refused(tools.EventRelationshipRefused, fmt.Sprintf(
+			"%s %s needs a delegation relationship (same department, reports_to above or below, or a whitelisted pair), and you have none with it", what, target.Name))
+	}
+	return nil
+}
+
+// selfRestricted are the fields an AI employee may not send about itself.
+var selfRestricted = []string{"reports_to", "db_sources", "db_sources_add", "db_sources_remove", "budget_cents", "role"}
+
+func (s *Service) update(ctx context.Context, c tools.Call) (*tools.Result, error) {
+	name, _ := tools.String(c.Args, "name")
+	tenantID := c.Subject.Tenant.ID
+	target, err := s.byName(ctx, tenantID, name)
+	if err != nil {
+		return nil, err
+	}
+	if me := c.Subject.Agent; me != nil && me.ID == target.ID {
+		var sent []string
+		for _, f := range selfRestricted {
+			if _, ok := c.Args[f]; ok {
+				sent = append(sent, f)
+			}
+		}
+		if len(sent) > 0 {
+			return nil, tools.Refused(tools.EventAgentAuthorityRefused, fmt.Sprintf(
+				"an AI employee cannot change its own %s; ask an operator or your manager", strings.Join(sent, ", ")))
+		}
+	} else if err := s.mayActOn(ctx, c.Subject, target, "updating"); err != nil {
+		return nil, err
+	}
+	if len(c.Args) == 1 {
+		return nil, fault.New(fault.Invalid, "nothing to change: send at least one field besides name")
+	}
+	var boss *identity.Agent
+	if m, ok := tools.String(c.Args, "reports_to"); ok && m != "" {
+		b, err := s.byName(ctx, tenantID, m)
+		if err != nil {
+			return nil, err
+		}
+		boss = &b
+	}
+	a, err := s.ids.UpdateAgent(ctx, tenantID, target.ID, func(a *identity.Agent) error { return apply(a, c.Args, boss) })
+	if err != nil {
+		return nil, err
+	}
+	return &tools.Result{Text: fmt.Sprintf("Updated AI employee %s.", a.Name), Structured: view(a, nil)}, nil
+}
+
+func apply(a *identity.Agent, args map[string]any, boss *identity.Agent) error {
+	if v, ok := tools.String(args, "department"); ok {
+		a.Department = v
+	}
+	if v, ok := tools.String(args, "role"); ok {
+		a.Role = v
+	}
+	if v, ok := tools.Int(args, "budget_cents"); ok {
+		a.BudgetCents = v
+	}
+	if _, ok := args["reports_to"]; ok {
+		a.ReportsTo = uuid.Nil
+		if boss != nil {
+			a.ReportsTo = boss.ID
+		}
+	}
+	src := &a.Settings.Capabilities.DBSources
+	for _, f := range []string{"db_sources", "db_sources_add", "db_sources_remove"} {
+		raw, ok := args[f]
+		if !ok {
+			continue
+		}
+		names, err := stringList(raw, f)
+		if err != nil {
+			return err
+		}
+		switch f {
+		case "db_sources":
+			*src = names
+		case "db_sources_add":
+			for _, n := range names {
+				if !slices.Contains(*src, n) {
+					*src = append(*src, n)
+				}
+			}
+		case "db_sources_remove":
+			*src = slices.DeleteFunc(*src, func(x string) bool { return slices.Contains(names, x) })
+		}
+	}
+	return nil
+}
+
+func stringList(raw any, field string) ([]string, error) {
+	list, _ := raw.([]any)
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fault.New(fault.Invalid, "%s must be an array of strings", field)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (s *Service) remove(ctx context.Context, c tools.Call) (*tools.Result, error) {
+	name, _ := tools.String(c.Args, "name")
+	tenantID := c.Subject.Tenant.ID
+	target, err := s.byName(ctx, tenantID, name)
+	if err != nil {
+		return nil, err
+	}
+	if me := c.Subject.Agent; me != nil && me.ID == target.ID {
+		return nil, tools.Refused(tools.EventAgentAuthorityRefused, "an AI employee cannot remove itself")
+	}
+	if err := s.mayActOn(ctx, c.Subject, target, "removing"); err != nil {
+		return nil, err
+	}
+	if err := s.res.Reserve(ctx, Reservation{TenantID: tenantID, Name: target.Name, AgentID: target.ID, ReservedBy: c.Principal().ID()}); err != nil {
+		return nil, err
+	}
+	if _, err := s.ids.TrashAgent(ctx, tenantID, target.ID); err != nil {
+		return nil, err
+	}
+	return &tools.Result{Text: fmt.Sprintf(
+		"AI employee %s was removed. An administrator can restore it; the name %s stays reserved, so create_agent will refuse it.", target.Name, target.Name)}, nil
+}
+
+// agentView is agent_status's structured form of one employee.
+type agentView struct {
+	Name        string `json:"name"`
+	Department  string `json:"department,omitempty"`
+	Role        string `json:"role,omitempty"`
+	ReportsTo   string `json:"reports_to,omitempty"`
+	BudgetCents int64  `json:"budget_cents"`
+	Status      string `json:"status"`
+}
+
+func view(a identity.Agent, names map[uuid.UUID]string) agentView {
+	return agentView{Name: a.Name, Department: a.Department, Role: a.Role, ReportsTo: names[a.ReportsTo],
+		BudgetCents: a.BudgetCents, Status: string(a.Status)}
+}
+
+func (s *Service) status(ctx context.Context, c tools.Call) (*tools.Result, error) {
+	all, err := s.dirs.ListAgents(ctx, c.Subject.Tenant.ID)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uuid.UUID]string, len(all))
+	for _, a := range all {
+		names[a.ID] = a.Name
+	}
+	one, _ := tools.String(c.Args, "name")
+	var out []agentView
+	var text strings.Builder
+	for _, a := range all {
+		if one != "" && a.Name != one {
+			continue
+		}
+		v := view(a, names)
+		out = append(out, v)
+		fmt.Fprintf(&text, "%s: %s", v.Name, v.Status)
+		if v.Department != "" || v.Role != "" {
+			fmt.Fprintf(&text, ", %s %s", v.Department, v.Role)
+		}
+		if v.ReportsTo != "" {
+			fmt.Fprintf(&text, ", reports to %s", v.ReportsTo)
+		}
+		fmt.Fprintf(&text, ", budget %d cents\n", v.BudgetCents)
+	}
+	if one != "" && len(out) == 0 {
+		return nil, fault.New(fault.NotFound, "no AI employee is named %q", one)
+	}
+	if len(out) == 0 {
+		text.WriteString("No AI employees yet.")
+	}
+	return &tools.Result{Text: text.String(), Structured: map[string]any{"agents": out}}, nil
+}

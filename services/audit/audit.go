@@ -1,0 +1,84 @@
+// Package audit is Visor's append-only record of every tools/call and every
+// refusal. A row is durable before the caller hears the answer; storage
+// batches concurrent rows into shared commits so the trail does not
+// serialize the endpoint.
+package audit
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Outcomes of a recorded call.
+const (
+	OutcomeOK        = "ok"         // the tool ran and succeeded
+	OutcomeToolError = "tool_error" // the tool answered isError (validation, business rule)
+	OutcomeRefused   = "refused"    // the policy or a gate refused the call
+	OutcomeFailed    = "failed"     // a protocol or internal failure (JSON-RPC error)
+)
+
+// Entry is one audit row. It never holds argument values: only a digest
+// that leaves secret parameters out.
+type Entry struct {
+	ID            uuid.UUID     `json:"id"`
+	TenantID      uuid.UUID     `json:"tenant_id"`
+	PrincipalKind string        `json:"principal_kind"`
+	PrincipalID   string        `json:"principal_id"`
+	Tool          string        `json:"tool"`
+	ArgsDigest    string        `json:"args_digest"`
+	Outcome       string        `json:"outcome"`
+	Code          int64         `json:"code"`       // JSON-RPC error code, 0 when none
+	Event         string        `json:"event_type"` // tools.Event*
+	Message       string        `json:"message,omitempty"`
+	Latency       time.Duration `json:"latency_us"`
+	At            time.Time     `json:"at"`
+}
+
+// Recorder writes audit rows.
+type Recorder interface {
+	// Record returns once e is durable, or with an error when it could not
+	// be made durable; the caller must then not report success.
+	Record(ctx context.Context, e Entry) error
+}
+
+// Filter selects audit rows for the admin API. Zero fields do not filter.
+type Filter struct {
+	PrincipalKind string
+	PrincipalID   string
+	Tool          string
+	Outcome       string
+	Event         string
+	Since, Until  time.Time
+	// Before pages backwards: rows strictly older than this row id's time.
+	Before uuid.UUID
+	Limit  int
+}
+
+// Store reads audit rows of one tenant, newest first.
+type Store interface {
+	List(ctx context.Context, tenantID uuid.UUID, f Filter) ([]Entry, error)
+}
+
+// Memory keeps rows in memory, for tests.
+type Memory struct {
+	mu      sync.Mutex
+	entries []Entry
+}
+
+// Record appends e.
+func (m *Memory) Record(_ context.Context, e Entry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries = append(m.entries, e)
+	return nil
+}
+
+// Entries returns a copy of every row recorded so far.
+func (m *Memory) Entries() []Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Entry(nil), m.entries...)
+}

@@ -1,0 +1,291 @@
+package live
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unique"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// Versions reads tenants' policy versions from the source of truth
+// (tenants.policy_version in Postgres). Tenants it does not return are
+// treated as unchanged.
+type Versions interface {
+	PolicyVersions(ctx context.Context, tenantIDs []uuid.UUID) (map[uuid.UUID]int64, error)
+}
+
+// Config configures a Hub.
+type Config struct {
+	// Visible computes a principal's visible tools (required).
+	Visible VisibleFunc
+	// Versions is what the reconciler compares against (required).
+	Versions Versions
+	Log      *slog.Logger
+	// ReconcileEvery is the reconciler's period; default 2s.
+	ReconcileEvery time.Duration
+	// Workers bounds how many tenants are recomputed at once; default 4.
+	Workers int
+	// NotifyTimeout bounds one NotifyToolsChanged call; default 5s.
+	NotifyTimeout time.Duration
+}
+
+// Hub implements Streams. It remembers, for each live stream of this
+// replica, the principal and the visible set last announced to it; on a
+// change event it recomputes the affected principals of that tenant only and
+// notifies the streams whose set changed. A reconciler repairs lost events
+// by comparing tenants' policy versions with the last ones it saw.
+//
+// A Hub is also a changes.Publisher that delivers to itself, for a single
+// process running without Redis.
+type Hub struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	wake    *sync.Cond
+	tenants map[uuid.UUID]*tenant
+	ready   []*tenant // tenants with pending work, not yet taken by a worker
+	stopped bool
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // workers and the reconciler
+	sends  sync.WaitGroup // notifications in flight
+}
+
+var (
+	_ Streams           = (*Hub)(nil)
+	_ changes.Publisher = (*Hub)(nil)
+)
+
+// toolSet is an interned visible set: equal sets are equal handles, so
+// streams with the same set share one copy and compare in O(1). The zero
+// value means "not known yet".
+type toolSet = unique.Handle[string]
+
+// tenant is one tenant's streams on this replica.
+type tenant struct {
+	id uuid.UUID
+	// seen is the policy version whose changes this replica has applied or
+	// queued. 0 means not known yet: the first reconcile fills it.
+	seen       int64
+	principals map[string]*principal
+	streams    int
+
+	// pending work, merged until a worker takes it.
+	all     bool
+	agents  map[uuid.UUID]struct{}
+	queued  bool
+	running bool
+	failed  bool // a recompute failed; the reconciler retries the tenant
+}
+
+// principal groups the streams of one caller, whose sets are computed once.
+type principal struct {
+	p       identity.Principal
+	last    toolSet // the set last computed for p
+	streams map[*entry]struct{}
+}
+
+// entry is one registered stream and the set last announced on it.
+type entry struct {
+	s   Stream
+	set toolSet
+}
+
+// NewHub returns a hub; call Start before use and Stop when done.
+func NewHub(cfg Config) *Hub {
+	if cfg.ReconcileEvery <= 0 {
+		cfg.ReconcileEvery = 2 * time.Second
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.NotifyTimeout <= 0 {
+		cfg.NotifyTimeout = 5 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{cfg: cfg, log: cfg.Log, tenants: map[uuid.UUID]*tenant{}, kick: make(chan struct{}, 1)}
+	h.wake = sync.NewCond(&h.mu)
+	return h
+}
+
+// Start runs the workers and the reconciler until Stop.
+func (h *Hub) Start(ctx context.Context) error {
+	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for range h.cfg.Workers {
+		h.wg.Go(func() { h.work(ctx) })
+	}
+	h.wg.Go(func() { h.reconcileLoop(ctx) })
+	return nil
+}
+
+// Stop ends the workers and the reconciler and waits for notifications in
+// flight.
+func (h *Hub) Stop() {
+	h.mu.Lock()
+	h.stopped = true
+	h.wake.Broadcast()
+	h.mu.Unlock()
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.wg.Wait()
+	h.sends.Wait()
+}
+
+// Open registers s. Its current visible set is computed now, so that the
+// first change that alters it is announced and one that does not is not.
+func (h *Hub) Open(ctx context.Context, s Stream) func() {
+	p := s.Principal()
+	key := principalKey(p)
+	e := &entry{s: s}
+
+	h.mu.Lock()
+	t := h.tenants[p.TenantID]
+	if t == nil {
+		t = &tenant{id: p.TenantID, principals: map[string]*principal{}}
+		h.tenants[p.TenantID] = t
+	}
+	pr := t.principals[key]
+	if pr == nil {
+		pr = &principal{p: p, streams: map[*entry]struct{}{}}
+		t.principals[key] = pr
+	}
+	pr.streams[e] = struct{}{}
+	t.streams++
+	e.set = pr.last
+	h.mu.Unlock()
+
+	if e.set == (toolSet{}) {
+		names, err := h.cfg.Visible(ctx, p)
+		if err != nil {
+			h.log.WarnContext(ctx, "compute visible tools for a new stream", "tenant", p.TenantID, "err", err)
+		} else {
+			set := makeSet(names)
+			h.mu.Lock()
+			// A recompute that ran meanwhile already set (and announced) a
+			// newer set; keep it.
+			if e.set == (toolSet{}) {
+				e.set, pr.last = set, set
+			}
+			h.mu.Unlock()
+		}
+	}
+
+	var once sync.Once
+	return func() { once.Do(func() { h.close(t, key, pr, e) }) }
+}
+
+func (h *Hub) close(t *tenant, key string, pr *principal, e *entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(pr.streams, e)
+	t.streams--
+	if len(pr.streams) == 0 && t.principals[key] == pr {
+		delete(t.principals, key)
+	}
+	if t.streams == 0 && !t.queued && !t.running && h.tenants[t.id] == t {
+		delete(h.tenants, t.id)
+	}
+}
+
+// Publish delivers e to this hub, as if it came from the bus.
+func (h *Hub) Publish(_ context.Context, e changes.Event) error {
+	h.Handle(e)
+	return nil
+}
+
+// Handle queues the recompute an event calls for. Events for tenants with no
+// stream here are dropped. A version that skips ahead of the last one seen
+// means events were lost, so the whole tenant is recomputed.
+func (h *Hub) Handle(e changes.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.tenants[e.TenantID]
+	if t == nil {
+		return
+	}
+	switch {
+	case e.AgentID == uuid.Nil || t.seen == 0 || e.Version == 0 || e.Version > t.seen+1:
+		t.all = true
+	default:
+		if t.agents == nil {
+			t.agents = map[uuid.UUID]struct{}{}
+		}
+		t.agents[e.AgentID] = struct{}{}
+	}
+	t.seen = max(t.seen, e.Version)
+	h.enqueue(t)
+}
+
+// Kick asks the reconciler to run now, for example after the bus
+// (re)subscribed and may have missed events.
+func (h *Hub) Kick() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stats counts what the hub holds.
+type Stats struct {
+	Tenants, Principals, Streams int
+}
+
+// Stats returns current counts.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var s Stats
+	for _, t := range h.tenants {
+		s.Tenants++
+		s.Principals += len(t.principals)
+		s.Streams += t.streams
+	}
+	return s
+}
+
+// enqueue hands t to a worker unless one has it already. h.mu is held.
+func (h *Hub) enqueue(t *tenant) {
+	if t.queued || t.running {
+		return
+	}
+	t.queued = true
+	h.ready = append(h.ready, t)
+	h.wake.Signal()
+}
+
+// principalKey groups streams whose visible sets are necessarily equal: the
+// same caller holding the same scopes for the same task.
+func principalKey(p identity.Principal) string {
+	scopes := slices.Clone(p.Scopes)
+	slices.Sort(scopes)
+	var b strings.Builder
+	b.WriteString(p.ID())
+	b.WriteByte('|')
+	b.WriteString(strings.Join(scopes, " "))
+	if p.TaskID != uuid.Nil {
+		b.WriteString("|task:")
+		b.WriteString(p.TaskID.String())
+	}
+	return b.String()
+}
+
+// makeSet interns names as a set: order and duplicates do not matter.
+func makeSet(names []string) toolSet {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	return unique.Make(strings.Join(names, "\n"))
+}

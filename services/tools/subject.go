@@ -1,0 +1,126 @@
+package tools
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
+)
+
+// Directory is what the policy reads about tenants and agents.
+// identity.Store implements it.
+type Directory interface {
+	Tenant(ctx context.Context, id uuid.UUID) (identity.Tenant, error)
+	Agent(ctx context.Context, tenantID, id uuid.UUID) (identity.Agent, error)
+}
+
+// Subjects loads Subjects for principals, with a short cache so that a busy
+// caller does not read Postgres on every request. A fresh load (Fresh, and
+// the live hub's VisibleFunc) refreshes the cache, so a client told
+// list_changed re-reads the new list.
+type Subjects struct {
+	dir    Directory
+	grants Grants
+	ttl    time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	tenants map[uuid.UUID]cached[identity.Tenant]
+	agents  map[[2]uuid.UUID]cached[identity.Agent]
+}
+
+type cached[T any] struct {
+	v  T
+	at time.Time
+}
+
+// NewSubjects returns a loader. ttl 0 disables the cache; grants may be
+// NoGrants{}.
+func NewSubjects(dir Directory, grants Grants, ttl time.Duration) *Subjects {
+	return &Subjects{dir: dir, grants: grants, ttl: ttl, now: time.Now,
+		tenants: map[uuid.UUID]cached[identity.Tenant]{}, agents: map[[2]uuid.UUID]cached[identity.Agent]{}}
+}
+
+// Load returns p's Subject, from the cache when it is fresh enough. An
+// employee whose agent is missing or in the trash is fault.Unauthorized.
+func (s *Subjects) Load(ctx context.Context, p identity.Principal) (*Subject, error) {
+	return s.load(ctx, p, false)
+}
+
+// Fresh returns p's Subject read from storage, refreshing the cache.
+func (s *Subjects) Fresh(ctx context.Context, p identity.Principal) (*Subject, error) {
+	return s.load(ctx, p, true)
+}
+
+func (s *Subjects) load(ctx context.Context, p identity.Principal, fresh bool) (*Subject, error) {
+	t, err := getCached(s, s.tenants, p.TenantID, fresh, func() (identity.Tenant, error) { return s.dir.Tenant(ctx, p.TenantID) })
+	if err != nil {
+		return nil, err
+	}
+	sub := &Subject{Principal: p, Tenant: t}
+	if p.Kind != identity.KindEmployee {
+		return sub, nil
+	}
+	a, err := getCached(s, s.agents, [2]uuid.UUID{p.TenantID, p.AgentID}, fresh, func() (identity.Agent, error) {
+		return s.dir.Agent(ctx, p.TenantID, p.AgentID)
+	})
+	if fault.Is(err, fault.NotFound) || (err == nil && a.Status != identity.AgentActive) {
+		return nil, fault.New(fault.Unauthorized, "this credential's AI employee no longer exists or is in the trash")
+	}
+	if err != nil {
+		return nil, err
+	}
+	sub.Agent = &a
+	if len(a.Settings.Capabilities.ScopedTools) > 0 {
+		// A grant store that cannot answer leaves every scoped tool hidden.
+		sub.Grants, _ = s.grants.LiveGrants(ctx, p.TenantID, p.AgentID)
+	}
+	return sub, nil
+}
+
+func getCached[K comparable, V any](s *Subjects, m map[K]cached[V], k K, fresh bool, load func() (V, error)) (V, error) {
+	now := s.now()
+	if !fresh && s.ttl > 0 {
+		s.mu.Lock()
+		c, ok := m[k]
+		s.mu.Unlock()
+		if ok && now.Sub(c.at) < s.ttl {
+			return c.v, nil
+		}
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	if s.ttl > 0 {
+		s.mu.Lock()
+		m[k] = cached[V]{v: v, at: now}
+		s.mu.Unlock()
+	}
+	return v, nil
+}
+
+// VisibleFunc returns the live hub's view of the policy: the names of the
+// tools p can see right now, read fresh from storage.
+func VisibleFunc(reg *Registry, subjects *Subjects) live.VisibleFunc {
+	return func(ctx context.Context, p identity.Principal) ([]string, error) {
+		s, err := subjects.Fresh(ctx, p)
+		if err != nil {
+			if fault.Is(err, fault.Unauthorized) {
+				return nil, nil // a trashed employee sees nothing
+			}
+			return nil, err
+		}
+		vis := reg.Visible(s)
+		names := make([]string, len(vis))
+		for i, t := range vis {
+			names[i] = t.Name
+		}
+		return names, nil
+	}
+}

@@ -1,0 +1,90 @@
+// Package tools is Visor's tool declaration surface and its one policy.
+//
+// A tool is declared once, as a Tool in a Registry: its name, description,
+// parameters, minimum scope, family, the gate that hides it, the permission
+// flag that refuses it per call, annotations, handler and an optional
+// deprecated-alias target. Decide is the single function that says whether a
+// caller may see and call a tool; tools/list and tools/call both ask it, so
+// they can never disagree. Families that arrive later are filtered by the
+// metadata they declare, without new policy code.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/visorhq/visor/services/identity"
+)
+
+// Param is one parameter of a tool. Every parameter is a JSON value of Type.
+type Param struct {
+	Name        string
+	Type        string // JSON Schema type: string, integer, number, boolean, array, object
+	Description string
+	Required    bool
+	// Secret marks a value that never reaches the audit trail, not even in
+	// the arguments digest.
+	Secret bool
+}
+
+// Annotations are the MCP tool annotations. Nil pointers are left unsaid.
+type Annotations struct {
+	Title       string
+	ReadOnly    bool
+	Destructive *bool
+	Idempotent  bool
+	OpenWorld   *bool
+}
+
+// Tool is one declared tool.
+type Tool struct {
+	Name        string
+	Description string
+	Params      []Param
+	// Scope is the minimum scope a non-employee caller must hold.
+	Scope string
+	// Family groups tools for docs and dashboards (the name prefix).
+	Family string
+	// Gate is the filter-table row that hides the tool when it is off.
+	Gate Gate
+	// ProcessAgent marks a tool that acts for the calling process's own AI
+	// employee: hidden from, and refused to, every non-employee caller.
+	ProcessAgent bool
+	// Permission is the [permissions] flag that refuses the tool per call
+	// while keeping it listed. PermissionIf, when set, narrows the check to
+	// calls whose arguments it reports true for (tasks_create with a schedule).
+	Permission   Permission
+	PermissionIf func(args map[string]any) bool
+	Annotations  Annotations
+	Handler      Handler
+	// DeprecatedFor names the tool this one is a deprecated alias of. An
+	// alias declares no handler or params: it is listed with a
+	// "[deprecated → new]" prefix and dispatches to the new tool.
+	DeprecatedFor string
+}
+
+// Call is one invocation of a tool, after the policy allowed it.
+type Call struct {
+	Subject *Subject
+	// Name is the name the caller used (an alias's, for a deprecated name).
+	Name string
+	Args map[string]any
+	// Raw is the arguments object as received.
+	Raw json.RawMessage
+}
+
+// Principal is the caller.
+func (c Call) Principal() identity.Principal { return c.Subject.Principal }
+
+// Result is what a handler returns on success. Text is what the model
+// reads; Structured, when non-nil, is sent as structuredContent too.
+type Result struct {
+	Text       string
+	Structured any
+}
+
+// Handler runs a tool. An error carrying a fault code the caller can act on
+// (Invalid, NotFound, Conflict, Forbidden, TooLarge, RateLimited,
+// Unavailable) becomes an isError result with the fault's safe message; any
+// other error is a JSON-RPC internal error.
+type Handler func(ctx context.Context, c Call) (*Result, error)

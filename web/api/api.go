@@ -1,0 +1,123 @@
+// Package api is Visor's admin JSON API under /api/v1: tenants, members,
+// agents, agent settings and keys, plus whatever other areas contribute as
+// Resources (OAuth clients, round tokens, audit, grants). Every route is an
+// Operation, so the OpenAPI 3.1 document served at /api/v1/openapi.json is
+// generated from the same table the router is, and cannot drift from it.
+//
+// Errors are fault codes mapped to HTTP in one place (errors.go) and
+// rendered as {"error":{"code","message"}}.
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/services/identity"
+)
+
+// Prefix is where the admin API lives.
+const Prefix = "/api/v1"
+
+// DocPath is the stable path of the OpenAPI document.
+const DocPath = Prefix + "/openapi.json"
+
+// Operation is one admin API route with what the OpenAPI document needs to
+// describe it.
+type Operation struct {
+	Method  string // http.MethodGet, ...
+	Path    string // echo path below Prefix, e.g. "/tenants/:tenant/agents"
+	ID      string // OpenAPI operationId, unique
+	Summary string
+	Tag     string
+	Access  Access
+	// Request is a value of the JSON body type (nil: no body). Response is
+	// a value of the success body type (nil: no body).
+	Request, Response any
+	Status            int // success status; 200 when zero
+	Handler           echo.HandlerFunc
+}
+
+// Resource is a group of operations another package contributes. Add it
+// with API.Add before Register; its operations are authenticated,
+// authorized by Access, and documented like the built-in ones.
+type Resource interface {
+	Operations() []Operation
+}
+
+// Deps are what the API needs.
+type Deps struct {
+	Identity *identity.Service
+	// Authenticate resolves the tenant and principal of a request into its
+	// context (auth.Resolver.AdminMiddleware in production).
+	Authenticate echo.MiddlewareFunc
+	// PlatformToken, when set, is the platform admin bearer token: it may
+	// create and list tenants and act in any tenant as an operator. Only
+	// its SHA-256 is kept.
+	PlatformToken string
+	Logger        *slog.Logger
+}
+
+// API is the admin API.
+type API struct {
+	ids       *identity.Service
+	authn     echo.MiddlewareFunc
+	platform  [32]byte
+	hasPlat   bool
+	log       *slog.Logger
+	ops       []Operation
+	resources []Resource
+}
+
+// New returns the API with its built-in resources.
+func New(d Deps) *API {
+	a := &API{ids: d.Identity, authn: d.Authenticate, log: d.Logger}
+	if d.PlatformToken != "" {
+		a.platform, a.hasPlat = sha256.Sum256([]byte(d.PlatformToken)), true
+	}
+	a.Add(tenants{a}, members{a}, agents{a}, keys{a})
+	return a
+}
+
+// Add contributes resources; call it before Register.
+func (a *API) Add(rs ...Resource) { a.resources = append(a.resources, rs...) }
+
+// Operations returns every operation, built-in and contributed, in
+// registration order.
+func (a *API) Operations() []Operation {
+	var ops []Operation
+	for _, r := range a.resources {
+		ops = append(ops, r.Operations()...)
+	}
+	return ops
+}
+
+// Register installs every operation and the OpenAPI document on e.
+func (a *API) Register(e *echo.Echo) {
+	a.ops = a.Operations()
+	doc := a.Document()
+	g := e.Group(Prefix)
+	g.GET(strings.TrimPrefix(DocPath, Prefix), func(c echo.Context) error {
+		return c.JSONBlob(http.StatusOK, doc)
+	})
+	for _, op := range a.ops {
+		g.Add(op.Method, op.Path, op.Handler, a.authenticate(op), a.authorize(op.Access))
+	}
+}
+
+// isPlatform reports whether the request carries the platform admin token.
+func (a *API) isPlatform(r *http.Request) bool {
+	if !a.hasPlat {
+		return false
+	}
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(h[7:])))
+	return subtle.ConstantTimeCompare(sum[:], a.platform[:]) == 1
+}

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/grants"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// Grants is the admin API of scoped grants: operators list AI employees'
+// capability requests, approve (optionally time-limited) or deny them, and
+// grant or revoke directly. Add it with API.Add.
+type Grants struct{ svc *grants.Service }
+
+// NewGrants returns the grants resource.
+func NewGrants(svc *grants.Service) Grants { return Grants{svc: svc} }
+
+// RequestList is the body of GET /tenants/{tenant}/grants/requests.
+type RequestList struct {
+	Requests []grants.Request `json:"requests"`
+}
+
+// GrantList is the body of GET /tenants/{tenant}/grants.
+type GrantList struct {
+	Grants []grants.Grant `json:"grants"`
+}
+
+// ApproveRequest is the optional body of POST .../requests/{id}/approve.
+type ApproveRequest struct {
+	// TTLSeconds, when positive, makes the grant expire.
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+	// Tool widens the grant to an allowed_tools-style entry.
+	Tool string `json:"tool,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// Approved is the answer to an approval.
+type Approved struct {
+	Request grants.Request `json:"request"`
+	Grant   grants.Grant   `json:"grant"`
+}
+
+// DenyRequest is the optional body of POST .../requests/{id}/deny.
+type DenyRequest struct {
+	Note string `json:"note,omitempty"`
+}
+
+// NewGrant is the body of POST /tenants/{tenant}/grants.
+type NewGrant struct {
+	AgentID    uuid.UUID `json:"agent_id"`
+	Tool       string    `json:"tool"`
+	TTLSeconds int64     `json:"ttl_seconds,omitempty"`
+	TaskID     uuid.UUID `json:"task_id,omitzero"`
+}
+
+// Operations lists the grant routes.
+func (r Grants) Operations() []Operation {
+	return []Operation{
+		{Method: http.MethodGet, Path: "/tenants/:tenant/grants/requests", ID: "listCapabilityRequests", Tag: "grants", Access: Read,
+			Summary: "List AI employees' capability requests, newest first (?status=pending|approved|denied)", Response: RequestList{}, Handler: r.listRequests},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/approve", ID: "approveCapabilityRequest", Tag: "grants", Access: Write,
+			Summary: "Approve a pending request: creates a grant (optionally expiring) and the tool appears with list_changed", Request: ApproveRequest{}, Response: Approved{}, Handler: r.approve},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/deny", ID: "denyCapabilityRequest", Tag: "grants", Access: Write,
+			Summary: "Deny a pending request", Request: DenyRequest{}, Response: grants.Request{}, Handler: r.deny},
+		{Method: http.MethodGet, Path: "/tenants/:tenant/grants", ID: "listGrants", Tag: "grants", Access: Read,
+			Summary: "List grants, newest first (?agent_id=…&live=true)", Response: GrantList{}, Handler: r.listGrants},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants", ID: "createGrant", Tag: "grants", Access: Write,
+			Summary: "Grant a scoped tool directly (optionally expiring, or ending with a task)", Request: NewGrant{}, Response: grants.Grant{}, Status: http.StatusCreated, Handler: r.create},
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/grants/:grant", ID: "revokeGrant", Tag: "grants", Access: Write,
+			Summary: "Revoke a live grant: the tool disappears with list_changed", Response: grants.Grant{}, Handler: r.revoke},
+	}
+}
+
+func (r Grants) listRequests(c echo.Context) error {
+	status := grants.Status(c.QueryParam("status"))
+	if status != "" && !status.Valid() {
+		return fault.New(fault.Invalid, "status must be pending, approved or denied")
+	}
+	rs, err := r.svc.Store().ListRequests(c.Request().Context(), tenant(c).ID, status)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, RequestList{Requests: nonNil(rs)})
+}
+
+func (r Grants) approve(c echo.Context) error {
+	id, err := pathID(c, "request")
+	if err != nil {
+		return err
+	}
+	var in ApproveRequest
+	if err := decodeOptional(c, &in); err != nil {
+		return err
+	}
+	req, g, err := r.svc.Approve(c.Request().Context(), tenant(c).ID, id, grants.Approval{
+		By: decider(c), TTL: seconds(in.TTLSeconds), Tool: in.Tool, Note: in.Note})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, Approved{Request: req, Grant: g})
+}
+
+func (r Grants) deny(c echo.Context) error {
+	id, err := pathID(c, "request")
+	if err != nil {
+		return err
+	}
+	var in DenyRequest
+	if err := decodeOptional(c, &in); err != nil {
+		return err
+	}
+	req, err := r.svc.Deny(c.Request().Context(), tenant(c).ID, id, decider(c), in.Note)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, req)
+}
+
+func (r Grants) listGrants(c echo.Context) error {
+	var agent uuid.UUID
+	if s := c.QueryParam("agent_id"); s != "" {
+		var err error
+		if agent, err = uuid.Parse(s); err != nil {
+			return fault.New(fault.Invalid, "agent_id must be a UUID")
+		}
+	}
+	gs, err := r.svc.Store().ListGrants(c.Request().Context(), tenant(c).ID, agent, c.QueryParam("live") == "true")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, GrantList{Grants: nonNil(gs)})
+}
+
+func (r Grants) create(c echo.Context) error {
+	var in NewGrant
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.AgentID == uuid.Nil {
+		return fault.New(fault.Invalid, "agent_id is required")
+	}
+	g, err := r.svc.Grant(c.Request().Context(), tenant(c).ID, in.AgentID, in.Tool, in.TaskID, seconds(in.TTLSeconds), decider(c))
+	if fault.Is(err, fault.NotFound) {
+		return fault.New(fault.Invalid, "agent_id names no agent of this tenant")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, g)
+}
+
+func (r Grants) revoke(c echo.Context) error {
+	id, err := pathID(c, "grant")
+	if err != nil {
+		return err
+	}
+	g, err := r.svc.Revoke(c.Request().Context(), tenant(c).ID, id, decider(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, g)
+}
+
+// decodeOptional decodes a body that may be absent.
+func decodeOptional(c echo.Context, v any) error {
+	if c.Request().ContentLength == 0 {
+		return nil
+	}
+	return decode(c, v)
+}
+
+// decider names who decided, for the grant's record.
+func decider(c echo.Context) string {
+	p, _ := identity.PrincipalFrom(c.Request().Context())
+	if p.MemberID != uuid.Nil {
+		return "member:" + p.MemberID.String()
+	}
+	return p.ID()
+}
+
+// seconds turns a wire TTL into a duration; a negative one stays negative so
+// the service refuses it.
+func seconds(n int64) time.Duration {
+	if n > int64(grants.MaxTTL/time.Second) {
+		return grants.MaxTTL + time.Second
+	}
+	return time.Duration(n) * time.Second
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

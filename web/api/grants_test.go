@@ -1,0 +1,175 @@
+package api_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/grants"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/web/api"
+)
+
+// grantsFixture is the admin API with the grants resource, two tenants
+// (each with an operator key) and acme's employee ada, whose scoped_tools
+// name secret_*.
+type grantsFixture struct {
+	*fixture
+	svc      *grants.Service
+	ada      identity.Agent
+	otherKey string
+}
+
+func newGrantsFixture(t *testing.T) *grantsFixture {
+	t.Helper()
+	db := pgtest.New(t)
+	store := postgres.NewIdentityStore(db)
+	log := slog.New(slog.DiscardHandler)
+	ids := identity.NewService(store, changes.Discard{}, log)
+	svc := grants.NewService(postgres.NewGrantStore(db), store, changes.Discard{}, tools.Match, log)
+	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
+	e := echo.New()
+	e.HTTPErrorHandler = api.ErrorHandler(log)
+	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
+	adm.Add(api.NewGrants(svc))
+	adm.Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+
+	ctx := context.Background()
+	acme, err := ids.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	globex, err := ids.CreateTenant(ctx, "globex", "Globex")
+	require.NoError(t, err)
+	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
+	require.NoError(t, err)
+	_, other, err := ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
+	require.NoError(t, err)
+	ada, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "ada",
+		Settings: identity.AgentSettings{Capabilities: identity.Capabilities{ScopedTools: []string{"secret_*"}}}})
+	require.NoError(t, err)
+	return &grantsFixture{fixture: &fixture{t: t, srv: srv, ids: ids, tenant: acme, opKey: op}, svc: svc, ada: ada, otherKey: other}
+}
+
+func (f *grantsFixture) ask(tool string) grants.Request {
+	f.t.Helper()
+	r, err := f.svc.Ask(context.Background(), identity.Principal{TenantID: f.tenant.ID, Kind: identity.KindEmployee, AgentID: f.ada.ID}, tool, "for task 7")
+	require.NoError(f.t, err)
+	return r
+}
+
+func TestOperatorApprovesAndRevokesThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	f := newGrantsFixture(t)
+	r := f.ask("secret_read")
+
+	code, doc := f.do("GET", "/api/v1/openapi.json", "", "", nil)
+	require.Equal(t, 200, code)
+	require.Contains(t, doc, "approveCapabilityRequest", "the grants routes are documented")
+
+	var list api.RequestList
+	code, body := f.do("GET", "/api/v1/tenants/acme/grants/requests?status=pending", f.opKey, "", &list)
+	require.Equal(t, 200, code, body)
+	require.Len(t, list.Requests, 1)
+	require.Equal(t, "secret_read", list.Requests[0].Tool)
+	require.Equal(t, "for task 7", list.Requests[0].Reason)
+
+	var ok api.Approved
+	code, body = f.do("POST", "/api/v1/tenants/acme/grants/requests/"+r.ID.String()+"/approve", f.opKey, `{"ttl_seconds":3600,"note":"fine"}`, &ok)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, grants.Approved, ok.Request.Status)
+	require.NotNil(t, ok.Grant.ExpiresAt)
+	require.Equal(t, "secret_read", ok.Grant.Tool)
+
+	code, body = f.do("POST", "/api/v1/tenants/acme/grants/requests/"+r.ID.String()+"/approve", f.opKey, "", nil)
+	require.Equal(t, 409, code, body)
+
+	var gl api.GrantList
+	code, _ = f.do("GET", "/api/v1/tenants/acme/grants?live=true&agent_id="+f.ada.ID.String(), f.opKey, "", &gl)
+	require.Equal(t, 200, code)
+	require.Len(t, gl.Grants, 1)
+
+	var revoked grants.Grant
+	code, body = f.do("DELETE", "/api/v1/tenants/acme/grants/"+ok.Grant.ID.String(), f.opKey, "", &revoked)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, grants.Revoked, revoked.EndReason)
+	code, _ = f.do("DELETE", "/api/v1/tenants/acme/grants/"+ok.Grant.ID.String(), f.opKey, "", nil)
+	require.Equal(t, 409, code)
+	code, _ = f.do("GET", "/api/v1/tenants/acme/grants?live=true", f.opKey, "", &gl)
+	require.Equal(t, 200, code)
+	require.Empty(t, gl.Grants)
+}
+
+func TestOperatorDeniesAndGrantsDirectly(t *testing.T) {
+	t.Parallel()
+	f := newGrantsFixture(t)
+	r := f.ask("secret_read")
+	var denied grants.Request
+	code, body := f.do("POST", "/api/v1/tenants/acme/grants/requests/"+r.ID.String()+"/deny", f.opKey, `{"note":"no"}`, &denied)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, grants.Denied, denied.Status)
+
+	var g grants.Grant
+	code, body = f.do("POST", "/api/v1/tenants/acme/grants", f.opKey, `{"agent_id":"`+f.ada.ID.String()+`","tool":"secret_*","ttl_seconds":60}`, &g)
+	require.Equal(t, 201, code, body)
+	require.Equal(t, "secret_*", g.Tool)
+}
+
+func TestGrantsAPIRefusesMistakesWithoutA500(t *testing.T) {
+	t.Parallel()
+	f := newGrantsFixture(t)
+	r := f.ask("secret_read")
+	approve := "/api/v1/tenants/acme/grants/requests/" + r.ID.String() + "/approve"
+	for _, tc := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", approve, `{"ttl_seconds":-5}`, 400},
+		{"POST", approve, `{"ttl_seconds":99999999999}`, 400},
+		{"POST", approve, `{"tool":"has space"}`, 400},
+		{"POST", approve, `{"bogus":1}`, 400},
+		{"POST", approve, `not json`, 400},
+		{"POST", "/api/v1/tenants/acme/grants/requests/not-a-uuid/approve", "", 404},
+		{"POST", "/api/v1/tenants/acme/grants/requests/" + f.ada.ID.String() + "/deny", "", 404},
+		{"GET", "/api/v1/tenants/acme/grants/requests?status=maybe", "", 400},
+		{"GET", "/api/v1/tenants/acme/grants?agent_id=nope", "", 400},
+		{"POST", "/api/v1/tenants/acme/grants", `{"tool":"secret_read"}`, 400},
+		{"POST", "/api/v1/tenants/acme/grants", `{"agent_id":"` + f.tenant.ID.String() + `","tool":"secret_read"}`, 400},
+		{"DELETE", "/api/v1/tenants/acme/grants/" + f.ada.ID.String(), "", 404},
+	} {
+		code, body := f.do(tc.method, tc.path, f.opKey, tc.body, nil)
+		require.Equal(t, tc.want, code, "%s %s %s: %s", tc.method, tc.path, tc.body, body)
+	}
+}
+
+func TestGrantsAPITenantIsolation(t *testing.T) {
+	t.Parallel()
+	f := newGrantsFixture(t)
+	r := f.ask("secret_read")
+
+	// globex's operator, on its own tenant's routes, sees and reaches nothing of acme's.
+	var list api.RequestList
+	code, _ := f.do("GET", "/api/v1/tenants/globex/grants/requests", f.otherKey, "", &list)
+	require.Equal(t, 200, code)
+	require.Empty(t, list.Requests)
+	code, _ = f.do("POST", "/api/v1/tenants/globex/grants/requests/"+r.ID.String()+"/approve", f.otherKey, "", nil)
+	require.Equal(t, 404, code)
+	code, _ = f.do("POST", "/api/v1/tenants/globex/grants", f.otherKey, `{"agent_id":"`+f.ada.ID.String()+`","tool":"secret_read"}`, nil)
+	require.Equal(t, 400, code, "acme's agent is no agent of globex")
+	// And acme's routes refuse globex's key.
+	code, _ = f.do("GET", "/api/v1/tenants/acme/grants/requests", f.otherKey, "", nil)
+	require.Contains(t, []int{401, 403, 404}, code)
+
+	got, err := f.svc.Store().Request(context.Background(), f.tenant.ID, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, grants.Pending, got.Status)
+}

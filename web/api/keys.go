@@ -1,0 +1,91 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/services/identity"
+)
+
+type keys struct{ a *API }
+
+// NewKey is the body of POST /tenants/{tenant}/keys. An operator key acts
+// as no agent; an agent key needs agent_id.
+type NewKey struct {
+	Kind      identity.KeyKind `json:"kind"`
+	AgentID   *uuid.UUID       `json:"agent_id,omitempty"`
+	Name      string           `json:"name"`
+	Scopes    []string         `json:"scopes,omitempty"`
+	ExpiresAt *time.Time       `json:"expires_at,omitempty"`
+}
+
+// KeyList is the body of GET /tenants/{tenant}/keys.
+type KeyList struct {
+	Keys []Key `json:"keys"`
+}
+
+func (r keys) Operations() []Operation {
+	p := "/tenants/:tenant/keys"
+	return []Operation{
+		{Method: http.MethodGet, Path: p, ID: "listKeys", Tag: "keys", Access: Read,
+			Summary: "List the tenant's API keys (never their secrets)", Response: KeyList{}, Handler: r.list},
+		{Method: http.MethodPost, Path: p, ID: "createKey", Tag: "keys", Access: Write,
+			Summary: "Create an operator or agent key; the token is in this response only", Request: NewKey{}, Response: CreatedKey{}, Status: http.StatusCreated, Handler: r.create},
+		{Method: http.MethodGet, Path: p + "/:key", ID: "getKey", Tag: "keys", Access: Read,
+			Summary: "Get a key", Response: Key{}, Handler: r.get},
+		{Method: http.MethodDelete, Path: p + "/:key", ID: "revokeKey", Tag: "keys", Access: Write,
+			Summary: "Revoke a key; it stops working at once on every replica", Response: Key{}, Handler: r.revoke},
+	}
+}
+
+func (r keys) list(c echo.Context) error {
+	ks, err := r.a.ids.Store().ListKeys(c.Request().Context(), tenant(c).ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, KeyList{Keys: mapSlice(ks, keyOut)})
+}
+
+func (r keys) create(c echo.Context) error {
+	var in NewKey
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	nk := identity.NewKey{Kind: in.Kind, Name: in.Name, Scopes: in.Scopes, ExpiresAt: in.ExpiresAt}
+	if in.AgentID != nil {
+		nk.AgentID = *in.AgentID
+	}
+	k, token, err := r.a.ids.CreateKey(c.Request().Context(), tenant(c).ID, nk)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusCreated, CreatedKey{Key: keyOut(k), Token: token})
+}
+
+func (r keys) get(c echo.Context) error {
+	id, err := pathID(c, "key")
+	if err != nil {
+		return err
+	}
+	k, err := r.a.ids.Store().Key(c.Request().Context(), tenant(c).ID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, keyOut(k))
+}
+
+func (r keys) revoke(c echo.Context) error {
+	id, err := pathID(c, "key")
+	if err != nil {
+		return err
+	}
+	k, err := r.a.ids.RevokeKey(c.Request().Context(), tenant(c).ID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, keyOut(k))
+}

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+)
+
+type members struct{ a *API }
+
+// NewMember is the body of POST /tenants/{tenant}/members.
+type NewMember struct {
+	Email    string        `json:"email"`
+	Password string        `json:"password"`
+	Role     identity.Role `json:"role"`
+}
+
+// MemberPatch is the body of PATCH /tenants/{tenant}/members/{member}.
+type MemberPatch struct {
+	Role     *identity.Role `json:"role,omitempty"`
+	Password *string        `json:"password,omitempty"`
+}
+
+// MemberList is the body of GET /tenants/{tenant}/members.
+type MemberList struct {
+	Members []Member `json:"members"`
+}
+
+func (r members) Operations() []Operation {
+	return []Operation{
+		{Method: http.MethodGet, Path: "/tenants/:tenant/members", ID: "listMembers", Tag: "members", Access: Read,
+			Summary: "List the tenant's members", Response: MemberList{}, Handler: r.list},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/members", ID: "createMember", Tag: "members", Access: ManageMembers,
+			Summary: "Add a member with a password (10-256 bytes) and a role", Request: NewMember{}, Response: Member{}, Status: http.StatusCreated, Handler: r.create},
+		{Method: http.MethodGet, Path: "/tenants/:tenant/members/:member", ID: "getMember", Tag: "members", Access: Read,
+			Summary: "Get a member", Response: Member{}, Handler: r.get},
+		{Method: http.MethodPatch, Path: "/tenants/:tenant/members/:member", ID: "updateMember", Tag: "members", Access: ManageMembers,
+			Summary: "Change a member's role or password", Request: MemberPatch{}, Response: Member{}, Handler: r.update},
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/members/:member", ID: "deleteMember", Tag: "members", Access: ManageMembers,
+			Summary: "Remove a member (never the last owner)", Status: http.StatusNoContent, Handler: r.remove},
+	}
+}
+
+func (r members) list(c echo.Context) error {
+	ms, err := r.a.ids.Store().ListMembers(c.Request().Context(), tenant(c).ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, MemberList{Members: mapSlice(ms, memberOut)})
+}
+
+func (r members) create(c echo.Context) error {
+	var in NewMember
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	m, err := r.a.ids.CreateMember(c.Request().Context(), tenant(c).ID, in.Email, in.Password, in.Role)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, memberOut(m))
+}
+
+func (r members) get(c echo.Context) error {
+	id, err := pathID(c, "member")
+	if err != nil {
+		return err
+	}
+	m, err := r.a.ids.Store().Member(c.Request().Context(), tenant(c).ID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, memberOut(m))
+}
+
+func (r members) update(c echo.Context) error {
+	id, err := pathID(c, "member")
+	if err != nil {
+		return err
+	}
+	var in MemberPatch
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	ctx, tid := c.Request().Context(), tenant(c).ID
+	if in.Password != nil {
+		if err := r.a.ids.SetMemberPassword(ctx, tid, id, *in.Password); err != nil {
+			return err
+		}
+	}
+	var m identity.Member
+	if in.Role != nil {
+		m, err = r.a.ids.SetMemberRole(ctx, tid, id, *in.Role)
+	} else {
+		m, err = r.a.ids.Store().Member(ctx, tid, id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, memberOut(m))
+}
+
+func (r members) remove(c echo.Context) error {
+	id, err := pathID(c, "member")
+	if err != nil {
+		return err
+	}
+	if err := r.a.ids.RemoveMember(c.Request().Context(), tenant(c).ID, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// pathID parses a UUID path parameter; a malformed one is simply not found.
+func pathID(c echo.Context, name string) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param(name))
+	if err != nil {
+		return uuid.Nil, fault.New(fault.NotFound, "%s not found", name)
+	}
+	return id, nil
+}

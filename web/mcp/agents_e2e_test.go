@@ -1,0 +1,175 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/catalog"
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+)
+
+// stack is the full endpoint on real Postgres with real keys and the
+// auth package's middleware.
+type stack struct {
+	*fixture
+	ids    *identity.Service
+	log    *postgres.AuditLog
+	tenant identity.Tenant
+	agents map[string]identity.Agent
+	keys   map[string]string // agent name (or "op") -> bearer token
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store := postgres.NewIdentityStore(db)
+	ids := identity.NewService(store, changes.Discard{}, logger)
+	al := postgres.NewAuditLog(db, 4, logger)
+	require.NoError(t, al.Start(ctx))
+	t.Cleanup(al.Stop)
+	fam := agents.NewService(ids, store, postgres.NewReservationStore(db))
+	reg := catalog.New(fam)
+	ep := New(reg, tools.NewSubjects(store, tools.NoGrants{}, 0), al, live.NoStreams{}, Options{})
+	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), logger)
+	e := echo.New()
+	ep.Register(e, resolver.Middleware(""))
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+
+	s := &stack{fixture: &fixture{url: srv.URL + "/t/acme/mcp"}, ids: ids, log: al, agents: map[string]identity.Agent{}, keys: map[string]string{}}
+	var err error
+	s.tenant, err = ids.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	no := false
+	for _, a := range []identity.NewAgent{
+		{Name: "bo", Department: "eng", Role: "lead"},
+		{Name: "ann", Department: "eng"},
+		{Name: "zed", Department: "sales"},
+		{Name: "eph", Department: "ops", Settings: identity.AgentSettings{Permissions: &identity.Permissions{CanCreateAgents: &no}}},
+	} {
+		if a.Name == "ann" {
+			a.ReportsTo = s.agents["bo"].ID
+		}
+		ag, err := ids.CreateAgent(ctx, s.tenant.ID, a)
+		require.NoError(t, err)
+		s.agents[a.Name] = ag
+		_, tok, err := ids.CreateKey(ctx, s.tenant.ID, identity.NewKey{Kind: identity.KeyAgent, AgentID: ag.ID, Name: a.Name})
+		require.NoError(t, err)
+		s.keys[a.Name] = tok
+	}
+	_, tok, err := ids.CreateKey(ctx, s.tenant.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops", Scopes: []string{identity.ScopeToolsAdmin}})
+	require.NoError(t, err)
+	s.keys["op"] = tok
+	return s
+}
+
+// call runs a tools/call in the 2026-07-28 era as who.
+func (s *stack) call(t *testing.T, who, tool, args string) reply {
+	t.Helper()
+	return s.rpc(t, s.keys[who], modernHeaders("tools/call", tool),
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, tool, args, modernMeta))
+}
+
+func text(t *testing.T, res map[string]any) string {
+	t.Helper()
+	return res["content"].([]any)[0].(map[string]any)["text"].(string)
+}
+
+func (s *stack) lastAudit(t *testing.T) audit.Entry {
+	t.Helper()
+	rows, err := s.log.List(context.Background(), s.tenant.ID, audit.Filter{Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	return rows[0]
+}
+
+func TestAgentsFamilyEndToEnd(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+
+	// create_agent works for an employee whose [permissions] are absent...
+	res := s.call(t, "ann", "create_agent", `{"name":"carl","department":"eng"}`).result(t)
+	require.Equal(t, "Created AI employee carl.", text(t, res))
+	require.Equal(t, tools.EventCall, s.lastAudit(t).Event)
+	// ...and is listed but refused when can_create_agents is false.
+	e := s.call(t, "eph", "create_agent", `{"name":"dan"}`).rpcErr(t)
+	require.EqualValues(t, -32003, e["code"])
+	row := s.lastAudit(t)
+	require.Equal(t, "permission_denied", row.Event)
+	require.Equal(t, audit.OutcomeRefused, row.Outcome)
+	list := s.rpc(t, s.keys["eph"], modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+modernMeta+`}}`).result(t)
+	require.Contains(t, toolNames(list), "create_agent", "listed but refused")
+
+	// agent_remove moves to the trash, answers without a path, reserves the name.
+	res = s.call(t, "op", "agent_remove", `{"name":"carl"}`).result(t)
+	require.Contains(t, text(t, res), "carl was removed. An administrator can restore it")
+	require.NotContains(t, text(t, res), "/")
+	res = s.call(t, "op", "create_agent", `{"name":"carl"}`).result(t)
+	require.Equal(t, true, res["isError"])
+	require.Contains(t, text(t, res), `"carl" is reserved: an AI employee with that name is in the trash`)
+	// A different name works.
+	require.NotContains(t, s.call(t, "op", "create_agent", `{"name":"carla"}`).result(t), "isError")
+
+	// Operators restore it (admin API → identity.Service), or purge it: the
+	// name then stays reserved for MCP callers, recorded without its row...
+	_, err := s.ids.RestoreAgent(ctx, s.tenant.ID, s.agents["ann"].ID)
+	require.Error(t, err, "ann is not in the trash")
+	carl, err := s.ids.Store().AgentByName(ctx, s.tenant.ID, "carl")
+	require.NoError(t, err)
+	require.NoError(t, s.ids.PurgeAgent(ctx, s.tenant.ID, carl.ID))
+	res = s.call(t, "op", "create_agent", `{"name":"carl"}`).result(t)
+	require.Equal(t, true, res["isError"])
+	require.Contains(t, text(t, res), "belonged to a removed AI employee")
+	// ...until an operator reuses it through the admin API.
+	_, err = s.ids.CreateAgent(ctx, s.tenant.ID, identity.NewAgent{Name: "carl"})
+	require.NoError(t, err)
+
+	// agent_update: an AI employee may not change its own authority fields.
+	e = s.call(t, "ann", "agent_update", `{"name":"ann","role":"boss","budget_cents":100}`).rpcErr(t)
+	require.EqualValues(t, -32003, e["code"])
+	require.Contains(t, e["message"], "cannot change its own budget_cents, role")
+	require.Equal(t, "agent_authority_refused", s.lastAudit(t).Event)
+	// It may change its own department, and its manager may edit it.
+	require.NotContains(t, s.call(t, "ann", "agent_update", `{"name":"ann","department":"platform"}`).result(t), "isError")
+	res = s.call(t, "bo", "agent_update", `{"name":"ann","budget_cents":500,"db_sources_add":["crm"]}`).result(t)
+	require.Equal(t, "Updated AI employee ann.", text(t, res))
+	a, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 500, a.BudgetCents)
+	require.Equal(t, []string{"crm"}, a.Settings.Capabilities.DBSources)
+	// An unrelated employee is refused by the delegation policy.
+	e = s.call(t, "zed", "agent_update", `{"name":"ann","department":"sales"}`).rpcErr(t)
+	require.Contains(t, e["message"], "delegation relationship")
+	require.Equal(t, "relationship_refused", s.lastAudit(t).Event)
+
+	// agent_status reads everyone.
+	res = s.call(t, "zed", "agent_status", `{}`).result(t)
+	require.Contains(t, text(t, res), "ann: active, platform")
+	require.Contains(t, text(t, res), "reports to bo")
+
+	// Every call above left exactly one durable audit row.
+	rows, err := s.log.List(ctx, s.tenant.ID, audit.Filter{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, rows, 11)
+	for _, r := range rows {
+		require.False(t, strings.Contains(r.ArgsDigest, "carl"))
+	}
+}

@@ -1,0 +1,146 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
+)
+
+// call answers tools/call. The policy decides first, with the call's
+// arguments; a refusal is a JSON-RPC error carrying the gate's own message.
+// Validation and business-rule failures are isError results the model can
+// read; internal failures are JSON-RPC errors. Whatever happens, one audit
+// row is durable before the answer leaves.
+func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result, error) {
+	start := time.Now()
+	p, _, ok := principalOf(req)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: tools.CodeRefused, Message: "no caller identity"}
+	}
+	e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
+		Tool: req.Params.Name, At: start}
+	res, rerr := h.dispatch(ctx, p, req.Params, &e)
+	e.Latency = time.Since(start)
+	if err := h.audit.Record(ctx, e); err != nil {
+		h.log.ErrorContext(ctx, "audit record failed; withholding the result", "tool", e.Tool, "err", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the audit trail is unavailable, so the result was withheld; retry later"}
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	return res, nil
+}
+
+func (h *Handler) dispatch(ctx context.Context, p identity.Principal, params *sdk.CallToolParamsRaw, e *audit.Entry) (*sdk.CallToolResult, *jsonrpc.Error) {
+	refuse := func(code int64, event, msg string) *jsonrpc.Error {
+		e.Outcome, e.Code, e.Event, e.Message = audit.OutcomeRefused, code, event, msg
+		return &jsonrpc.Error{Code: code, Message: msg}
+	}
+	tool, ok := h.reg.Get(params.Name)
+	if !ok {
+		return nil, refuse(tools.CodeUnknownTool, tools.EventUnknownTool, fmt.Sprintf("unknown tool %q", params.Name))
+	}
+	sub, err := h.subjects.Load(ctx, p)
+	if err != nil {
+		je := rpcError(err)
+		return nil, refuse(je.Code, tools.EventCapabilityDenied, je.Message)
+	}
+	args, argErr := tools.DecodeArgs(params.Arguments)
+	e.ArgsDigest = h.reg.Digest(tool, args)
+	if d := h.reg.Decide(sub, tool, args); !d.Allowed {
+		return nil, refuse(d.Code, d.Event, d.Reason)
+	}
+	e.Event = tools.EventCall
+	if argErr == nil {
+		argErr = h.reg.CheckArgs(tool, args)
+	}
+	if argErr != nil {
+		return h.toolError(e, argErr), nil
+	}
+	out, err := h.reg.Target(tool).Handler(ctx, tools.Call{Subject: sub, Name: params.Name, Args: args, Raw: params.Arguments})
+	var refusal *tools.RefusalError
+	switch {
+	case errors.As(err, &refusal):
+		d := refusal.Decision
+		return nil, refuse(d.Code, d.Event, d.Reason)
+	case err != nil && fault.CodeOf(err) == fault.Internal:
+		h.log.ErrorContext(ctx, "tool failed", "tool", params.Name, "err", err)
+		e.Outcome, e.Code, e.Message = audit.OutcomeFailed, jsonrpc.CodeInternalError, "internal error"
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error while running " + params.Name}
+	case err != nil:
+		return h.toolError(e, err), nil
+	}
+	e.Outcome = audit.OutcomeOK
+	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: out.Text}}}
+	if out.Structured != nil {
+		res.StructuredContent = out.Structured
+	}
+	return res, nil
+}
+
+// toolError is a failure the model should read: an isError result.
+func (h *Handler) toolError(e *audit.Entry, err error) *sdk.CallToolResult {
+	msg := fault.Message(err)
+	e.Outcome, e.Message = audit.OutcomeToolError, msg
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// stepUp answers an external client's tools/call for a tool whose scope it
+// lacks with HTTP 403 insufficient_scope naming that scope (RFC 6750 §3.1),
+// so the client can ask the member for more. It reports whether it answered.
+func (h *Handler) stepUp(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek, slug string) bool {
+	name := pk.Params.Name
+	tool, ok := h.reg.Get(name)
+	if !ok {
+		return false
+	}
+	sub, err := h.subjects.Load(r.Context(), p)
+	if err != nil {
+		return false
+	}
+	d := h.reg.Decide(sub, tool, nil)
+	if d.Allowed || d.NeedScope == "" {
+		return false
+	}
+	e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(), Tool: name,
+		Outcome: audit.OutcomeRefused, Code: d.Code, Event: d.Event, Message: d.Reason, At: time.Now()}
+	if err := h.audit.Record(r.Context(), e); err != nil {
+		http.Error(w, "audit trail unavailable", http.StatusServiceUnavailable)
+		return true
+	}
+	meta := h.resourceMetadata(r, slug)
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q, error_description=%q`,
+		d.NeedScope, meta, d.Reason))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusForbidden)
+	id := pk.ID
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": d.Code, "message": d.Reason}})
+	return true
+}
+
+func (h *Handler) resourceMetadata(r *http.Request, slug string) string {
+	if h.opts.ResourceMetadata != nil {
+		return h.opts.ResourceMetadata(r, slug)
+	}
+	scheme := "https"
+	if r.TLS == nil {
+		scheme = "http"
+	}
+	return scheme + "://" + r.Host + "/.well-known/oauth-protected-resource/t/" + slug + "/mcp"
+}

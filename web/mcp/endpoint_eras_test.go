@@ -1,0 +1,218 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/tools"
+)
+
+func TestLegacyErasSessionsListPagesCallDelete(t *testing.T) {
+	f := newFixture(t)
+	for _, v := range []string{"2025-03-26", "2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			id := f.session(t, "emp", v)
+			hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": v}
+			var names []string
+			cursor := ""
+			for page := 0; ; page++ {
+				params := `{}`
+				if cursor != "" {
+					params = fmt.Sprintf(`{"cursor":%q}`, cursor)
+				}
+				res := f.rpc(t, "emp", hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, 10+page, params)).result(t)
+				names = append(names, toolNames(res)...)
+				next, _ := res["nextCursor"].(string)
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			// Exactly the allowed tools (github_issue is hidden), in stable order.
+			require.Equal(t, []string{"agent_status", "plain_write", "zz_tool_0", "zz_tool_1", "zz_tool_2", "zz_tool_3", "zz_tool_4"}, names)
+
+			res := f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_status","arguments":{"text":"hi"}}}`).result(t)
+			require.Equal(t, "echo: hi", res["content"].([]any)[0].(map[string]any)["text"])
+
+			req, _ := http.NewRequest(http.MethodDelete, f.url, nil)
+			req.Header.Set("Authorization", "Bearer emp")
+			req.Header.Set("Mcp-Session-Id", id)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusNoContent, resp.StatusCode)
+			require.Eventually(t, func() bool {
+				return f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":3,"method":"ping"}`).status == http.StatusNotFound
+			}, 2*time.Second, 20*time.Millisecond)
+		})
+	}
+}
+
+func TestSessionBoundToItsPrincipal(t *testing.T) {
+	f := newFixture(t)
+	id := f.session(t, "op", "2025-11-25")
+	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"}
+	require.Equal(t, http.StatusOK, f.rpc(t, "op", hdr, `{"jsonrpc":"2.0","id":2,"method":"ping"}`).status)
+	r := f.rpc(t, "op2", hdr, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	require.Equal(t, http.StatusNotFound, r.status, "another principal presenting the id")
+	r = f.rpc(t, "op", map[string]string{"Mcp-Session-Id": "no-such-session"}, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	require.Equal(t, http.StatusNotFound, r.status)
+}
+
+func TestOriginAndBodyLimit(t *testing.T) {
+	f := newFixture(t)
+	r := f.rpc(t, "op", map[string]string{"Origin": "http://evil.example.com"}, fmt.Sprintf(initBody, "2025-11-25"))
+	require.Equal(t, http.StatusForbidden, r.status)
+	r = f.rpc(t, "op", map[string]string{"Origin": "http://localhost:9999"}, fmt.Sprintf(initBody, "2025-11-25"))
+	require.Equal(t, http.StatusOK, r.status, "an Origin naming the endpoint's own (loopback) host is fine")
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":%q}}`, strings.Repeat("x", 70<<10))
+	require.Equal(t, http.StatusRequestEntityTooLarge, f.rpc(t, "op", nil, big).status)
+}
+
+func TestModernEraStatelessListDiscoverHeaders(t *testing.T) {
+	f := newFixture(t)
+	r := f.rpc(t, "emp", modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+modernMeta+`}}`)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	require.Empty(t, r.header.Get("Mcp-Session-Id"), "stateless")
+	res := r.result(t)
+	require.Equal(t, "private", res["cacheScope"])
+	require.EqualValues(t, 60000, res["ttlMs"])
+	require.Equal(t, []string{"agent_status", "plain_write", "zz_tool_0"}, toolNames(res))
+
+	res = f.rpc(t, "emp", modernHeaders("server/discover", ""), `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{`+modernMeta+`}}`).result(t)
+	require.Contains(t, res["supportedVersions"], "2026-07-28")
+
+	missing := map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
+	e := f.rpc(t, "emp", missing, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{`+modernMeta+`}}`).rpcErr(t)
+	require.EqualValues(t, -32020, e["code"], "missing Mcp-Method")
+	e = f.rpc(t, "emp", modernHeaders("tools/call", "plain_write"), `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"agent_status",`+modernMeta+`}}`).rpcErr(t)
+	require.EqualValues(t, -32020, e["code"], "Mcp-Name mismatch")
+	e = f.rpc(t, "emp", map[string]string{"Mcp-Protocol-Version": "2027-01-01", "Mcp-Method": "tools/list"},
+		`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{`+strings.ReplaceAll(modernMeta, "2026-07-28", "2027-01-01")+`}}`).rpcErr(t)
+	require.EqualValues(t, -32022, e["code"], "unsupported version")
+}
+
+func TestCallPolicyErrorsAndAudit(t *testing.T) {
+	f := newFixture(t)
+	call := func(token, name, args string) reply {
+		return f.rpc(t, token, modernHeaders("tools/call", name),
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, name, args, modernMeta))
+	}
+	// A hidden tool called by name is refused by its gate, with the gate's message.
+	e := call("emp", "github_issue", `{}`).rpcErr(t)
+	require.EqualValues(t, tools.CodeRefused, e["code"])
+	require.Contains(t, e["message"], "GitHub integration is off")
+	// Validation and business failures are isError results the model reads.
+	res := call("emp", "plain_write", `{}`).result(t)
+	require.Equal(t, true, res["isError"])
+	require.Contains(t, res["content"].([]any)[0].(map[string]any)["text"], "missing required parameter text")
+	res = call("emp", "plain_write", `{"text":"fail"}`).result(t)
+	require.Equal(t, true, res["isError"])
+	require.Contains(t, res["content"].([]any)[0].(map[string]any)["text"], "may not be fail")
+	// An unknown tool is a protocol fault.
+	require.EqualValues(t, -32602, call("emp", "nope", `{}`).rpcErr(t)["code"])
+	// An external client lacking the scope gets a step-up.
+	r := call("ext-read", "plain_write", `{"text":"x"}`)
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Contains(t, r.header.Get("WWW-Authenticate"), `error="insufficient_scope", scope="tools:write"`)
+
+	rows := f.audit.Entries()
+	require.Len(t, rows, 5, "one row per call and per refusal")
+	require.Equal(t, tools.EventCapabilityDenied, rows[0].Event)
+	require.Equal(t, audit.OutcomeRefused, rows[0].Outcome)
+	require.EqualValues(t, tools.CodeRefused, rows[0].Code)
+	require.Equal(t, audit.OutcomeToolError, rows[1].Outcome)
+	require.Equal(t, tools.EventUnknownTool, rows[3].Event)
+	require.Equal(t, tools.EventScopeDenied, rows[4].Event)
+	require.Equal(t, "employee", rows[0].PrincipalKind)
+	require.Equal(t, "agent:"+f.agent.ID.String(), rows[0].PrincipalID)
+	require.Len(t, rows[2].ArgsDigest, 64)
+	require.NotContains(t, rows[2].ArgsDigest, "fail")
+}
+
+// readEvents streams SSE data lines from resp to ch.
+func readEvents(resp *http.Response, ch chan<- string) {
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			ch <- d
+		}
+	}
+	close(ch)
+}
+
+func TestListChangedReachesOneStream(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// A legacy GET stream.
+	id := f.session(t, "emp", "2025-11-25")
+	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
+	get.Header.Set("Authorization", "Bearer emp")
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", id)
+	get.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	legacyResp, err := http.DefaultClient.Do(get)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, legacyResp.StatusCode)
+	legacyEvents := make(chan string, 10)
+	go readEvents(legacyResp, legacyEvents)
+	f.hub.wait(t, 1)
+
+	// A 2026-07-28 listen stream of another principal.
+	body := `{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`
+	post, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(body))
+	for k, v := range modernHeaders("subscriptions/listen", "") {
+		post.Header.Set(k, v)
+	}
+	post.Header.Set("Authorization", "Bearer op")
+	post.Header.Set("Content-Type", "application/json")
+	post.Header.Set("Accept", "application/json, text/event-stream")
+	listenResp, err := http.DefaultClient.Do(post)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, listenResp.StatusCode)
+	listenEvents := make(chan string, 10)
+	go readEvents(listenResp, listenEvents)
+	streams := f.hub.wait(t, 2)
+	require.Contains(t, <-listenEvents, "notifications/subscriptions/acknowledged")
+
+	for _, s := range streams {
+		if s.Principal().Kind == "operator" {
+			require.NoError(t, s.NotifyToolsChanged(ctx))
+		}
+	}
+	select {
+	case ev := <-listenEvents:
+		require.Contains(t, ev, `"method":"notifications/tools/list_changed"`)
+		require.Contains(t, ev, `"io.modelcontextprotocol/subscriptionId":"L1"`)
+	case <-time.After(3 * time.Second):
+		t.Fatal("listen stream got no list_changed")
+	}
+	select {
+	case ev := <-legacyEvents:
+		t.Fatalf("the other principal's stream heard %s", ev)
+	case <-time.After(200 * time.Millisecond):
+	}
+	for _, s := range streams {
+		if s.Principal().Kind == "employee" {
+			require.NoError(t, s.NotifyToolsChanged(ctx))
+		}
+	}
+	select {
+	case ev := <-legacyEvents:
+		require.Contains(t, ev, `"method":"notifications/tools/list_changed"`)
+	case <-time.After(3 * time.Second):
+		t.Fatal("legacy GET stream got no list_changed")
+	}
+	cancel()
+	f.hub.wait(t, 0)
+}

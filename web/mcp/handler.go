@@ -1,0 +1,206 @@
+// Package mcp is Visor's MCP endpoint, {base}/t/{tenant}/mcp, on the
+// official go-sdk. One URL serves every protocol era: the session-based eras
+// (2025-03-26, 2025-06-18, 2025-11-25) through a stateful SDK handler, and
+// 2026-07-28 through a stateless one, chosen per request by the
+// MCP-Protocol-Version header and the request's _meta. Both share one
+// *sdk.Server whose receiving middleware answers tools/list and tools/call
+// from the tools registry and its one policy, and audits every call.
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
+	"github.com/visorhq/visor/services/tools"
+)
+
+// Options tune the endpoint. Zero values take the defaults.
+type Options struct {
+	// PageSize is the number of tools per tools/list page (default 100).
+	PageSize int
+	// ListTTL is the cache hint on tools/list results (default 60s). It is
+	// always cacheScope "private": a list is one caller's.
+	ListTTL time.Duration
+	// MaxBodyBytes caps a request body (default 1 MiB); larger is 413.
+	MaxBodyBytes int64
+	// AllowedOrigins are extra browser origins accepted besides the
+	// endpoint's own host (e.g. "https://app.example.com").
+	AllowedOrigins []string
+	// SessionTimeout closes idle legacy sessions (default 30 minutes).
+	SessionTimeout time.Duration
+	// ResourceMetadata returns the RFC 9728 metadata URL for a tenant's
+	// endpoint, for WWW-Authenticate on a step-up; nil derives it from the
+	// request.
+	ResourceMetadata func(r *http.Request, tenantSlug string) string
+	Logger           *slog.Logger
+}
+
+// Handler serves the MCP endpoint.
+type Handler struct {
+	reg      *tools.Registry
+	subjects *tools.Subjects
+	audit    audit.Recorder
+	streams  live.Streams
+	opts     Options
+	log      *slog.Logger
+
+	server    *sdk.Server
+	legacy    http.Handler // stateful eras, behind the token-info bridge
+	modern    http.Handler // 2026-07-28, stateless
+	sessions  sessions
+	listTools []*sdk.Tool // wire form of each registry tool, by registry order
+}
+
+// New returns the endpoint. streams may be live.NoStreams{}.
+func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, streams live.Streams, opts Options) *Handler {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	if opts.ListTTL <= 0 {
+		opts.ListTTL = 60 * time.Second
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
+		sessions: sessions{m: map[string]binding{}}}
+	for _, t := range reg.All() {
+		h.listTools = append(h.listTools, h.wireTool(t))
+	}
+	h.server = sdk.NewServer(&sdk.Implementation{Name: "visor", Version: "1"}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) {
+			c.CacheScope, c.TTLMs = "private", int(opts.ListTTL/time.Millisecond)
+		},
+		Logger: opts.Logger,
+	})
+	h.server.AddReceivingMiddleware(h.receive)
+	h.server.AddSendingMiddleware(h.send)
+	bridge := sdkauth.RequireBearerToken(h.tokenInfo, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	getServer := func(*http.Request) *sdk.Server { return h.server }
+	h.legacy = bridge(sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+		SessionTimeout: opts.SessionTimeout, MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger}))
+	h.modern = bridge(sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+		Stateless: true, MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger}))
+	return h
+}
+
+// Register mounts the endpoint on e at /t/:tenant/mcp behind mw (the
+// principal-resolving middleware of package auth).
+func (h *Handler) Register(e *echo.Echo, mw ...echo.MiddlewareFunc) {
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/t/:tenant/mcp", func(c echo.Context) error {
+		h.ServeTenant(c.Response(), c.Request(), c.Param("tenant"))
+		return nil
+	}, mw...)
+}
+
+// peek is what the endpoint reads from a POST body before the SDK does: the
+// method, the tool name, the request id and the 2026-07-28 _meta version.
+type peek struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+	Params struct {
+		Name string `json:"name"`
+		Meta struct {
+			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+type peekKey struct{}
+
+// ServeTenant serves one request for the tenant named slug. The principal
+// must already be in the request context.
+func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug string) {
+	p, ok := identity.PrincipalFrom(r.Context())
+	if !ok {
+		http.Error(w, "unauthenticated", http.StatusUnauthorized)
+		return
+	}
+	if p.TenantSlug != "" && p.TenantSlug != slug {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	if !h.originAllowed(r) {
+		http.Error(w, "Forbidden: Origin not allowed", http.StatusForbidden)
+		return
+	}
+	var pk peek
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "cannot read request body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
+			_ = json.Unmarshal(body, &pk) // the SDK reports malformed bodies
+		}
+		if pk.Method == "tools/call" && p.Kind == identity.KindExternal && h.stepUp(w, r, p, &pk, slug) {
+			return
+		}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), peekKey{}, &pk))
+	if modernEra(r, &pk) {
+		h.modern.ServeHTTP(w, r)
+		return
+	}
+	h.serveLegacy(w, r, p)
+}
+
+// modernEra reports whether r speaks 2026-07-28 (or later): by its
+// MCP-Protocol-Version header, its _meta, or a server/discover probe.
+func modernEra(r *http.Request, pk *peek) bool {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v >= "2026-07-28" || pk.Params.Meta.Version != "" || pk.Method == "server/discover"
+}
+
+// tokenInfo bridges Visor's principal into the SDK's per-request token
+// info, which reaches the receiving middleware as RequestExtra.TokenInfo.
+func (h *Handler) tokenInfo(ctx context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
+	p, ok := identity.PrincipalFrom(r.Context())
+	if !ok {
+		return nil, sdkauth.ErrInvalidToken
+	}
+	pk, _ := r.Context().Value(peekKey{}).(*peek)
+	return &sdkauth.TokenInfo{UserID: owner(p), Scopes: p.Scopes,
+		Extra: map[string]any{"principal": p, "peek": pk}}, nil
+}
+
+func principalOf(req sdk.Request) (identity.Principal, *peek, bool) {
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return identity.Principal{}, nil, false
+	}
+	p, ok := ex.TokenInfo.Extra["principal"].(identity.Principal)
+	pk, _ := ex.TokenInfo.Extra["peek"].(*peek)
+	return p, pk, ok
+}
+
+// owner names a principal for session binding: the same caller presents
+// the same owner on every request.
+func owner(p identity.Principal) string { return p.TenantID.String() + "/" + p.ID() }

@@ -1,0 +1,99 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
+)
+
+// receive answers tools/list and tools/call from the registry and the
+// policy, binds new legacy sessions to their principal, and registers
+// listen streams; everything else is the SDK's.
+func (h *Handler) receive(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch method {
+		case "tools/list":
+			return h.list(ctx, req.(*sdk.ListToolsRequest))
+		case "tools/call":
+			return h.call(ctx, req.(*sdk.CallToolRequest))
+		case "subscriptions/listen":
+			return h.listen(ctx, method, req, next)
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && err == nil && ss.ID() != "" {
+				if p, _, ok := principalOf(req); ok {
+					h.sessions.bind(ss.ID(), owner(p), ss)
+				}
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (h *Handler) wireTool(t *tools.Tool) *sdk.Tool {
+	target := h.reg.Target(t)
+	a := target.Annotations
+	return &sdk.Tool{
+		Name:        t.Name,
+		Description: h.reg.ListedDescription(t),
+		InputSchema: h.reg.InputSchema(t),
+		Annotations: &sdk.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive,
+			IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld},
+	}
+}
+
+// list answers tools/list: exactly the tools the policy shows the caller, in
+// registry (name) order, a page at a time behind an opaque cursor.
+func (h *Handler) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Result, error) {
+	p, _, ok := principalOf(req)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: tools.CodeRefused, Message: "no caller identity"}
+	}
+	sub, err := h.subjects.Load(ctx, p)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	after := ""
+	if req.Params != nil && req.Params.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(req.Params.Cursor)
+		if err != nil || !strings.HasPrefix(string(raw), "after:") {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		after = strings.TrimPrefix(string(raw), "after:")
+	}
+	all := h.reg.All()
+	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
+	res := &sdk.ListToolsResult{Tools: make([]*sdk.Tool, 0, min(len(all)-i, h.opts.PageSize))}
+	for ; i < len(all) && len(res.Tools) < h.opts.PageSize; i++ {
+		if h.reg.Decide(sub, all[i], nil).Visible() {
+			res.Tools = append(res.Tools, h.listTools[i])
+		}
+	}
+	if len(res.Tools) == h.opts.PageSize && i < len(all) {
+		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("after:" + all[i-1].Name))
+	}
+	res.CacheScope, res.TTLMs = "private", int(h.opts.ListTTL.Milliseconds())
+	return res, nil
+}
+
+// rpcError maps a fault to a JSON-RPC error, in the one place this edge does.
+func rpcError(err error) *jsonrpc.Error {
+	switch fault.CodeOf(err) {
+	case fault.Unauthorized, fault.Forbidden:
+		return &jsonrpc.Error{Code: tools.CodeRefused, Message: fault.Message(err)}
+	case fault.Invalid:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fault.Message(err)}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+func principalKind(p identity.Principal) string { return string(p.Kind) }

@@ -1,0 +1,64 @@
+package mcp
+
+import (
+	"net/http"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/visorhq/visor/services/identity"
+)
+
+// sessions binds each legacy session to the principal that opened it.
+// Legacy sessions live on the replica that created them: run replicas with
+// affinity on Mcp-Session-Id (see docs/tools.md, "Replicas").
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]binding
+}
+
+type binding struct {
+	owner   string
+	session *sdk.ServerSession
+}
+
+func (s *sessions) bind(id, owner string, ss *sdk.ServerSession) {
+	s.mu.Lock()
+	s.m[id] = binding{owner: owner, session: ss}
+	s.mu.Unlock()
+	go func() { // forget the binding when the session ends, however it ends
+		_ = ss.Wait()
+		s.mu.Lock()
+		delete(s.m, id)
+		s.mu.Unlock()
+	}()
+}
+
+func (s *sessions) get(id string) (binding, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[id]
+	return b, ok
+}
+
+// serveLegacy serves the session-based eras. A session id bound to another
+// principal is answered exactly as an unknown one (404), so ids cannot be
+// probed. A GET stream is registered with the live hub while it is open.
+func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		h.legacy.ServeHTTP(w, r)
+		return
+	}
+	b, ok := h.sessions.get(id)
+	if !ok || b.owner != owner(p) {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if r.Method == http.MethodGet && r.Header.Get("Last-Event-Id") == "" {
+		st := &stream{p: p, session: b.session}
+		unregister := h.streams.Open(r.Context(), st)
+		defer unregister()
+	}
+	h.legacy.ServeHTTP(w, r)
+}

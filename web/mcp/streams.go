@@ -1,0 +1,73 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
+)
+
+// toolsChangedToken marks the progress notification that the sending
+// middleware turns into notifications/tools/list_changed. The SDK emits
+// list_changed only to every session of a server at once; sending it
+// through one ServerSession this way reaches exactly one stream and costs
+// no per-stream server.
+const toolsChangedToken = "visor/tools-list-changed"
+
+// stream is one live notification stream: a legacy session's GET stream
+// (ctx nil: the SDK routes out-of-request notifications to it) or a
+// 2026-07-28 subscriptions/listen request (ctx is the listen request's, so
+// the notification lands on its response stream).
+type stream struct {
+	p        identity.Principal
+	session  *sdk.ServerSession
+	ctx      context.Context
+	listenID any
+}
+
+var _ live.Stream = (*stream)(nil)
+
+func (s *stream) Principal() identity.Principal { return s.p }
+
+// NotifyToolsChanged sends notifications/tools/list_changed on this stream only.
+func (s *stream) NotifyToolsChanged(ctx context.Context) error {
+	params := &sdk.ProgressNotificationParams{ProgressToken: toolsChangedToken}
+	if s.ctx != nil {
+		ctx = s.ctx
+		params.Meta = sdk.Meta{sdk.MetaKeySubscriptionID: s.listenID}
+	}
+	return s.session.NotifyProgress(ctx, params)
+}
+
+// send rewrites the marked progress notification into list_changed.
+func (h *Handler) send(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method == "notifications/progress" {
+			if pp, ok := req.GetParams().(*sdk.ProgressNotificationParams); ok && pp.ProgressToken == toolsChangedToken {
+				ss, _ := req.GetSession().(*sdk.ServerSession)
+				return next(ctx, "notifications/tools/list_changed",
+					&sdk.ServerRequest[*sdk.ToolListChangedParams]{Session: ss, Params: &sdk.ToolListChangedParams{Meta: pp.Meta}})
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// listen registers a 2026-07-28 subscriptions/listen stream for the time
+// the SDK holds it open.
+func (h *Handler) listen(ctx context.Context, method string, req sdk.Request, next sdk.MethodHandler) (sdk.Result, error) {
+	p, pk, ok := principalOf(req)
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	if ok && ss != nil {
+		var id any
+		if pk != nil {
+			_ = json.Unmarshal(pk.ID, &id)
+		}
+		unregister := h.streams.Open(ctx, &stream{p: p, session: ss, ctx: ctx, listenID: id})
+		defer unregister()
+	}
+	return next(ctx, method, req)
+}
