@@ -20,7 +20,7 @@ func (a *app) routes(s *server.Server, baseURL string) error {
 	store := postgres.NewIdentityStore(a.db)
 	resolver := auth.NewResolver(store, store, auth.NewURLs(baseURL), a.log)
 	a.adminAPI(resolver).Register(s.Echo())
-	return nil
+	return a.mountMCP(s, resolver)
 }
 
 // adminAPI builds the admin JSON API with every area's resources.
