@@ -149,14 +149,14 @@ func TestKeyRefusals(t *testing.T) {
 	wrongSecret, _ := identity.NewKeySecret(id)
 
 	for name, token := range map[string]string{
-		"missing":         "",
-		"garbage":         "not-a-token",
-		"malformed key":   "vsk_zz",
-		"wrong secret":    wrongSecret,
-		"revoked":         revokedToken,
-		"expired":         expiredToken,
-		"trashed agent":   trashedToken,
-		"another tenant":  otherToken,
+		"missing":          "",
+		"garbage":          "not-a-token",
+		"malformed key":    "vsk_zz",
+		"wrong secret":     wrongSecret,
+		"revoked":          revokedToken,
+		"expired":          expiredToken,
+		"trashed agent":    trashedToken,
+		"another tenant":   otherToken,
 		"round, malformed": "vsr_whatever",
 	} {
 		res, _ := env.get(t, "/t/acme/probe", token)
