@@ -4,6 +4,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/catalog"
+	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/web/api"
 	"github.com/visorhq/visor/web/server"
@@ -19,17 +21,30 @@ import (
 func (a *app) routes(s *server.Server, baseURL string) error {
 	store := postgres.NewIdentityStore(a.db)
 	resolver := auth.NewResolver(store, store, auth.NewURLs(baseURL), a.log)
-	a.adminAPI(resolver).Register(s.Echo())
+	trail, err := a.startAudit()
+	if err != nil {
+		return err
+	}
+	a.adminAPI(resolver, api.AuditResource(trail), api.ReservationsResource(postgres.NewReservationStore(a.db))).Register(s.Echo())
+	mcpDeps := mcpDeps{
+		families: []catalog.Family{a.grants},
+		grants:   a.grants,
+		streams:  func(visible live.VisibleFunc) (live.Streams, error) { return a.startLive(s, visible) },
+	}
+	if err := a.mountMCP(s, resolver, trail, mcpDeps); err != nil {
+		return err
+	}
 	return nil
 }
 
 // adminAPI builds the admin JSON API with every area's resources.
-func (a *app) adminAPI(resolver *auth.Resolver) *api.API {
+func (a *app) adminAPI(resolver *auth.Resolver, extra ...api.Resource) *api.API {
 	adm := api.New(api.Deps{
 		Identity: a.ids, Authenticate: resolver.AdminMiddleware(), PlatformToken: a.cfg.AdminToken, Logger: a.log,
 	})
 	// Other areas: adm.Add(yourResource)
 	adm.Add(api.NewGrants(a.grants))
+	adm.Add(extra...)
 	return adm
 }
 

@@ -26,3 +26,9 @@ func New(families ...Family) *tools.Registry {
 	}
 	return reg
 }
+
+// FamilyFunc adapts a registering function to Family.
+type FamilyFunc func(reg *tools.Registry)
+
+// Register calls f.
+func (f FamilyFunc) Register(reg *tools.Registry) { f(reg) }

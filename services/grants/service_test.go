@@ -64,7 +64,7 @@ func setup(t *testing.T) *fixture {
 	for _, name := range []string{"agent_status", "plain_write", "secret_read", "secret_write"} {
 		f.reg.Register(tools.Tool{Name: name, Scope: identity.ScopeToolsRead, Handler: nop})
 	}
-	grants.RegisterTools(f.reg, f.svc)
+	f.svc.Register(f.reg)
 	f.subjects = tools.NewSubjects(store, f.svc, 0)
 	require.NoError(t, f.hub.Start(ctx))
 	t.Cleanup(f.hub.Stop)

@@ -8,11 +8,11 @@ import (
 	"github.com/visorhq/visor/services/tools"
 )
 
-// RegisterTools declares capability_request, with which an AI employee asks
-// for one of its scoped tools. The name must come from somewhere other than
+// Register declares the family's tool (catalog.Family): capability_request,
+// with which an AI employee asks for one of its scoped tools. The name must come from somewhere other than
 // tools/list (a scoped tool is hidden until granted): the employee's
 // instructions, a playbook, or the error of a refused call.
-func RegisterTools(reg *tools.Registry, svc *Service) {
+func (svc *Service) Register(reg *tools.Registry) {
 	reg.Register(tools.Tool{
 		Name:        "capability_request",
 		Description: "Ask an operator to grant one of your scoped tools (hidden until granted). When approved you get tools/list_changed and the tool appears. See docs/live.md.",

@@ -1,0 +1,218 @@
+package oauth
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/ory/fosite"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/pages"
+)
+
+// errInvalidTarget is RFC 8707's error for a resource this server does not
+// issue tokens for.
+func errInvalidTarget() *fosite.RFC6749Error {
+	return &fosite.RFC6749Error{ErrorField: "invalid_target", CodeField: http.StatusBadRequest,
+		DescriptionField: "The requested resource is not this tenant's MCP endpoint."}
+}
+
+// issWriter adds the RFC 9207 iss parameter to every redirect back to the
+// client, successes and errors alike. With dropState it removes the
+// placeholder state of a request that sent none.
+type issWriter struct {
+	http.ResponseWriter
+	iss       string
+	dropState bool
+}
+
+// noState stands in for a missing state: OAuth 2.1 makes state optional
+// under PKCE, but fosite insists on one. It never reaches the client.
+const noState = "visor-no-state"
+
+func (w *issWriter) WriteHeader(code int) {
+	if loc := w.Header().Get("Location"); code >= 300 && code < 400 && loc != "" {
+		if u, err := url.Parse(loc); err == nil {
+			q := u.Query()
+			q.Set("iss", w.iss)
+			if w.dropState {
+				q.Del("state")
+			}
+			u.RawQuery = q.Encode()
+			w.Header().Set("Location", u.String())
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) errorPage(c echo.Context, t identity.Tenant, status int, title, msg string) error {
+	return pages.Render(c.Response(), status, "error.html", pages.Page{Title: title, Tenant: t.Name, Data: msg})
+}
+
+// authorize is the authorization endpoint (GET) and the consent form's
+// target (POST with a decision).
+func (s *Server) authorize(c echo.Context) error {
+	req := c.Request()
+	ctx := req.Context()
+	t, _ := auth.TenantFrom(ctx)
+	w := &issWriter{ResponseWriter: c.Response(), iss: s.urls.Issuer(t.Slug)}
+	if err := req.ParseForm(); err != nil {
+		return s.errorPage(c, t, http.StatusBadRequest, "Bad request", "The authorization request could not be read.")
+	}
+	if req.Form.Get("state") == "" {
+		req.Form.Set("state", noState)
+		w.dropState = true
+	}
+	if msg := s.checkClientRedirect(ctx, t, req.Form); msg != "" {
+		return s.errorPage(c, t, http.StatusBadRequest, "Cannot continue", msg)
+	}
+	ar, err := s.provider.NewAuthorizeRequest(ctx, req)
+	if err != nil {
+		s.provider.WriteAuthorizeError(ctx, w, ar, err)
+		return nil
+	}
+	if err := s.checkAuthorizeParams(t, ar); err != nil {
+		s.provider.WriteAuthorizeError(ctx, w, ar, err)
+		return nil
+	}
+	m, ok := s.member(c, t)
+	if !ok {
+		return s.renderLogin(c, t, http.StatusOK, loginData{ReturnTo: "/t/" + t.Slug + "/oauth/authorize?" + req.URL.RawQuery})
+	}
+	scopes := []string(ar.GetRequestedScopes())
+	clientID := ar.GetClient().GetID()
+	if req.Method == http.MethodPost && req.PostForm.Has("decision") {
+		if !s.checkCSRF(c) {
+			return s.errorPage(c, t, http.StatusForbidden, "Cannot continue", "Your form expired. Go back to the application and start again.")
+		}
+		if req.PostForm.Get("decision") != "allow" {
+			s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The member denied the request."))
+			return nil
+		}
+		if err := s.store.AddConsent(ctx, t.ID, m.ID, clientID, scopes); err != nil {
+			return s.fail(c, t, "record consent", err)
+		}
+		return s.issue(ctx, w, t, ar, m)
+	}
+	granted, err := s.store.Consent(ctx, t.ID, m.ID, clientID)
+	if err != nil && !fault.Is(err, fault.NotFound) {
+		return s.fail(c, t, "read consent", err)
+	}
+	if err == nil && covers(granted, scopes) && !ar.GetRequestForm().Has("prompt") {
+		return s.issue(ctx, w, t, ar, m)
+	}
+	return s.renderConsent(c, t, ar, m)
+}
+
+func (s *Server) fail(c echo.Context, t identity.Tenant, what string, err error) error {
+	s.log.ErrorContext(c.Request().Context(), what, "tenant", t.ID, "err", err)
+	return s.errorPage(c, t, http.StatusServiceUnavailable, "Try again later", "Something went wrong on our side.")
+}
+
+func covers(granted, requested []string) bool {
+	for _, s := range requested {
+		if !slices.Contains(granted, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkClientRedirect refuses, without redirecting anywhere, a request whose
+// client is unknown or whose redirect_uri is not exactly one the client
+// registered (fosite alone would let a loopback port vary).
+func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, form url.Values) string {
+	id := form.Get("client_id")
+	if id == "" {
+		return "The request names no client_id."
+	}
+	c, err := s.clients.load(ctx, t, id)
+	if err != nil {
+		var re *fosite.RFC6749Error
+		if fe, ok := err.(*fosite.RFC6749Error); ok {
+			re = fe
+		}
+		if re != nil && re.HintField != "" {
+			return "This application is not known to " + t.Name + ". " + re.HintField
+		}
+		return "This application is not known to " + t.Name + "."
+	}
+	if ru := form.Get("redirect_uri"); ru != "" && !slices.Contains(c.RedirectURIs, ru) {
+		return "The redirect_uri is not one this application registered."
+	}
+	return ""
+}
+
+// checkAuthorizeParams refuses, before any sign-in, what would fail later:
+// a resource other than this tenant's MCP endpoint, missing PKCE or a
+// method other than S256. It also fills in the default scopes.
+func (s *Server) checkAuthorizeParams(t identity.Tenant, ar fosite.AuthorizeRequester) error {
+	form := ar.GetRequestForm()
+	for _, r := range form["resource"] {
+		if r != s.urls.Resource(t.Slug) {
+			return errInvalidTarget()
+		}
+	}
+	if form.Get("code_challenge") == "" {
+		return fosite.ErrInvalidRequest.WithHint("PKCE is required: send code_challenge with code_challenge_method=S256.")
+	}
+	if form.Get("code_challenge_method") != "S256" {
+		return fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256; plain is not allowed.")
+	}
+	if len(ar.GetRequestedScopes()) == 0 {
+		var def []string
+		for _, sc := range strings.Fields(auth.DefaultChallengeScope) {
+			if slices.Contains(ar.GetClient().GetScopes(), sc) {
+				def = append(def, sc)
+			}
+		}
+		ar.SetRequestedScopes(def)
+	}
+	return nil
+}
+
+// issue grants the requested scopes, binds the grant to the tenant's MCP
+// endpoint and redirects back with a code, state and iss.
+func (s *Server) issue(ctx context.Context, w http.ResponseWriter, t identity.Tenant, ar fosite.AuthorizeRequester, m identity.Member) error {
+	for _, sc := range ar.GetRequestedScopes() {
+		ar.GrantScope(sc)
+	}
+	ar.GrantAudience(s.urls.Resource(t.Slug))
+	resp, err := s.provider.NewAuthorizeResponse(ctx, ar, &Session{MemberID: m.ID})
+	if err != nil {
+		s.logServerError(ctx, "authorize response", err)
+		s.provider.WriteAuthorizeError(ctx, w, ar, err)
+		return nil
+	}
+	s.provider.WriteAuthorizeResponse(ctx, w, ar, resp)
+	return nil
+}
+
+type consentData struct {
+	ClientName, ClientID, RedirectHost, MemberEmail, Action, CSRF string
+	Scopes                                                        []scopeLine
+}
+
+func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.AuthorizeRequester, m identity.Member) error {
+	ctx := c.Request().Context()
+	cl, err := s.clients.load(ctx, t, ar.GetClient().GetID())
+	if err != nil {
+		return s.fail(c, t, "load client for consent", err)
+	}
+	ru := ar.GetRedirectURI()
+	d := consentData{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: ru.Host, MemberEmail: m.Email,
+		Action: "/t/" + t.Slug + "/oauth/authorize?" + c.Request().URL.RawQuery, CSRF: s.csrfToken(c),
+		Scopes: describeScopes(ar.GetRequestedScopes())}
+	if d.ClientName == "" {
+		d.ClientName = cl.ID
+	}
+	// Chrome applies form-action to the redirect that follows the post.
+	return pages.Render(c.Response(), http.StatusOK, "consent.html", pages.Page{Title: "Allow access", Tenant: t.Name, Data: d},
+		ru.Scheme+"://"+ru.Host)
+}

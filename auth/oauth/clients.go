@@ -1,0 +1,75 @@
+package oauth
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// clientLoader finds a tenant's clients: registered ones in the store,
+// metadata-document ones fetched through the SSRF-guarded fetcher and
+// cached in the store for ttl.
+type clientLoader struct {
+	store   credentials.Store
+	urls    auth.URLs
+	fetcher *Fetcher
+	ttl     time.Duration
+	now     func() time.Time
+}
+
+// load returns the tenant's client id. Unknown ids are fosite.ErrNotFound
+// (fosite reports invalid_client).
+func (l *clientLoader) load(ctx context.Context, t identity.Tenant, id string) (credentials.Client, error) {
+	if IsMetadataURL(id) {
+		return l.loadMetadata(ctx, t, id)
+	}
+	c, err := l.store.Client(ctx, t.ID, id)
+	if fault.Is(err, fault.NotFound) {
+		return c, fosite.ErrNotFound.WithHint("Unknown client_id.")
+	}
+	return c, err
+}
+
+func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id string) (credentials.Client, error) {
+	c, err := l.store.Client(ctx, t.ID, id)
+	if err == nil && c.FetchedAt != nil && l.now().Sub(*c.FetchedAt) < l.ttl {
+		return c, nil
+	}
+	if err != nil && !fault.Is(err, fault.NotFound) {
+		return c, err
+	}
+	doc, err := l.fetcher.Fetch(ctx, id)
+	if err != nil {
+		return c, fosite.ErrInvalidClient.WithHintf("The client metadata document could not be used: %s", fault.Message(err)).WithWrap(err)
+	}
+	now := l.now()
+	doc.TenantID, doc.FetchedAt = t.ID, &now
+	if err := l.store.PutMetadataClient(ctx, &doc); err != nil {
+		return doc, err
+	}
+	return doc, nil
+}
+
+// fositeClient presents c to fosite. Every client of a tenant may only
+// obtain tokens for that tenant's MCP endpoint.
+func (l *clientLoader) fositeClient(t identity.Tenant, c credentials.Client) fosite.Client {
+	grants := c.GrantTypes
+	if !slices.Contains(grants, "authorization_code") {
+		grants = append(slices.Clone(grants), "authorization_code")
+	}
+	return &fosite.DefaultOpenIDConnectClient{
+		DefaultClient: &fosite.DefaultClient{
+			ID: c.ID, Secret: []byte(c.SecretHash), RedirectURIs: c.RedirectURIs, GrantTypes: grants,
+			ResponseTypes: []string{"code"}, Scopes: c.Scopes, Audience: []string{l.urls.Resource(t.Slug)},
+			Public: c.Public(),
+		},
+		TokenEndpointAuthMethod: c.AuthMethod,
+	}
+}

@@ -1,0 +1,198 @@
+package oauth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/pages"
+)
+
+// Cookie names. The session cookie is HttpOnly and SameSite=Lax (it must
+// ride the top-level redirect from a client to the authorization
+// endpoint); the CSRF cookie is SameSite=Strict.
+const (
+	SessionCookieName = "visor_session"
+	csrfCookieName    = "visor_csrf"
+)
+
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (s *Server) secureCookies() bool { return strings.HasPrefix(s.urls.Base, "https://") }
+
+// csrfToken returns the form token for this browser, setting the CSRF
+// cookie when it is missing. The form token is an HMAC of the cookie, so a
+// cookie planted by a sibling site does not yield a valid form token.
+func (s *Server) csrfToken(c echo.Context) string {
+	v := ""
+	if ck, err := c.Cookie(csrfCookieName); err == nil && len(ck.Value) == 43 {
+		v = ck.Value
+	} else {
+		v = randomToken()
+		c.SetCookie(&http.Cookie{Name: csrfCookieName, Value: v, Path: "/", HttpOnly: true, Secure: s.secureCookies(),
+			SameSite: http.SameSiteStrictMode})
+	}
+	return s.csrfFor(v)
+}
+
+func (s *Server) csrfFor(cookie string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte(cookie))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkCSRF verifies a form post: the token must match the cookie, and an
+// Origin header, when sent, must be our own.
+func (s *Server) checkCSRF(c echo.Context) bool {
+	if o := c.Request().Header.Get("Origin"); o != "" && o != s.urls.Base {
+		return false
+	}
+	ck, err := c.Cookie(csrfCookieName)
+	if err != nil {
+		return false
+	}
+	return hmac.Equal([]byte(c.FormValue("csrf_token")), []byte(s.csrfFor(ck.Value)))
+}
+
+// member returns the signed-in member of tenant t, if any.
+func (s *Server) member(c echo.Context, t identity.Tenant) (identity.Member, bool) {
+	ck, err := c.Cookie(SessionCookieName)
+	if err != nil {
+		return identity.Member{}, false
+	}
+	_, m, err := s.session(c.Request().Context(), ck.Value)
+	if err != nil || m.TenantID != t.ID {
+		return identity.Member{}, false
+	}
+	return m, true
+}
+
+func hashSession(v string) []byte {
+	sum := sha256.Sum256([]byte(v))
+	return sum[:]
+}
+
+func (s *Server) session(ctx context.Context, value string) (credentials.Session, identity.Member, error) {
+	ss, err := s.store.SessionByHash(ctx, hashSession(value), s.now())
+	if err != nil {
+		return ss, identity.Member{}, err
+	}
+	m, err := s.identity.Store().Member(ctx, ss.TenantID, ss.MemberID)
+	return ss, m, err
+}
+
+// SessionCookie implements auth.SessionResolver.
+func (s *Server) SessionCookie() string { return SessionCookieName }
+
+// ResolveSession implements auth.SessionResolver: a member's session acts
+// in the admin API as an operator-kind principal carrying the member, with
+// scopes from the member's role.
+func (s *Server) ResolveSession(ctx context.Context, value string) (identity.Tenant, identity.Principal, error) {
+	ss, m, err := s.session(ctx, value)
+	if fault.Is(err, fault.NotFound) {
+		return identity.Tenant{}, identity.Principal{}, fault.New(fault.Unauthorized, "the session has ended; sign in again")
+	}
+	if err != nil {
+		return identity.Tenant{}, identity.Principal{}, err
+	}
+	t, err := s.identity.Store().Tenant(ctx, ss.TenantID)
+	if err != nil {
+		return t, identity.Principal{}, err
+	}
+	scopes := []string{identity.ScopeAdminRead, identity.ScopeToolsRead}
+	if m.Role.CanManage() {
+		scopes = []string{identity.ScopeAdminWrite, identity.ScopeToolsAdmin}
+	}
+	return t, identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator, MemberID: m.ID,
+		CredentialID: "session:" + hex.EncodeToString(ss.IDHash[:8]), Scopes: scopes}, nil
+}
+
+type loginData struct {
+	Action, CSRF, ReturnTo, Email, Error string
+}
+
+// safeReturn keeps a post-login destination inside the tenant's own pages.
+func safeReturn(t identity.Tenant, raw string) string {
+	prefix := "/t/" + t.Slug + "/"
+	if !strings.HasPrefix(raw, prefix) || strings.ContainsAny(raw, "\\\r\n") || strings.HasPrefix(raw, "//") {
+		return prefix + "login"
+	}
+	return raw
+}
+
+func (s *Server) renderLogin(c echo.Context, t identity.Tenant, status int, d loginData) error {
+	d.Action = "/t/" + t.Slug + "/login"
+	d.CSRF = s.csrfToken(c)
+	return pages.Render(c.Response(), status, "login.html", pages.Page{Title: "Sign in", Tenant: t.Name, Data: d})
+}
+
+func (s *Server) loginPage(c echo.Context) error {
+	t, _ := auth.TenantFrom(c.Request().Context())
+	return s.renderLogin(c, t, http.StatusOK, loginData{ReturnTo: safeReturn(t, c.QueryParam("return_to"))})
+}
+
+func (s *Server) login(c echo.Context) error {
+	ctx := c.Request().Context()
+	t, _ := auth.TenantFrom(ctx)
+	d := loginData{ReturnTo: safeReturn(t, c.FormValue("return_to")), Email: c.FormValue("email")}
+	if !s.checkCSRF(c) {
+		d.Error = "Your form expired. Please try again."
+		return s.renderLogin(c, t, http.StatusForbidden, d)
+	}
+	email := strings.ToLower(strings.TrimSpace(d.Email))
+	if !s.loginIP.allow(t.ID.String()+"|"+c.RealIP()) || !s.loginEmail.allow(t.ID.String()+"|"+email) {
+		d.Error = "Too many sign-in attempts. Wait a few minutes and try again."
+		return s.renderLogin(c, t, http.StatusTooManyRequests, d)
+	}
+	m, err := s.identity.Authenticate(ctx, t.ID, email, c.FormValue("password"))
+	if fault.Is(err, fault.Unauthorized) {
+		d.Error = "Wrong email or password."
+		return s.renderLogin(c, t, http.StatusUnauthorized, d)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "sign in", "tenant", t.ID, "err", err)
+		d.Error = "Signing in is unavailable right now. Try again soon."
+		return s.renderLogin(c, t, http.StatusServiceUnavailable, d)
+	}
+	value := randomToken()
+	ss := credentials.Session{TenantID: t.ID, IDHash: hashSession(value), MemberID: m.ID, ExpiresAt: s.now().Add(s.cfg.SessionTTL)}
+	if err := s.store.CreateSession(ctx, &ss); err != nil {
+		s.log.ErrorContext(ctx, "create session", "tenant", t.ID, "err", err)
+		d.Error = "Signing in is unavailable right now. Try again soon."
+		return s.renderLogin(c, t, http.StatusServiceUnavailable, d)
+	}
+	s.log.InfoContext(ctx, "member signed in", "tenant", t.ID, "member", m.ID)
+	c.SetCookie(&http.Cookie{Name: SessionCookieName, Value: value, Path: "/", HttpOnly: true, Secure: s.secureCookies(),
+		SameSite: http.SameSiteLaxMode, Expires: ss.ExpiresAt})
+	return c.Redirect(http.StatusSeeOther, d.ReturnTo)
+}
+
+func (s *Server) logout(c echo.Context) error {
+	t, _ := auth.TenantFrom(c.Request().Context())
+	if !s.checkCSRF(c) {
+		return pages.Render(c.Response(), http.StatusForbidden, "error.html", pages.Page{Title: "Sign out", Tenant: t.Name,
+			Data: "Your form expired. Please try again."})
+	}
+	if ck, err := c.Cookie(SessionCookieName); err == nil {
+		if err := s.store.DeleteSession(c.Request().Context(), hashSession(ck.Value)); err != nil {
+			s.log.ErrorContext(c.Request().Context(), "delete session", "err", err)
+		}
+	}
+	c.SetCookie(&http.Cookie{Name: SessionCookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secureCookies()})
+	return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/login")
+}

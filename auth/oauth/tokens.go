@@ -1,0 +1,32 @@
+package oauth
+
+import (
+	"context"
+	"slices"
+
+	"github.com/ory/fosite"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// ResolveToken implements auth.TokenResolver for OAuth access tokens: the
+// token must be an active access token of tenant t whose audience is t's
+// MCP endpoint. A refresh token presented as a bearer is refused.
+func (s *Server) ResolveToken(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error) {
+	ctx = auth.WithTenant(ctx, t)
+	use, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, &Session{})
+	if err != nil || use != fosite.AccessToken {
+		return identity.Principal{}, fault.New(fault.Unauthorized, "the access token is not valid")
+	}
+	if !slices.Contains(ar.GetGrantedAudience(), s.urls.Resource(t.Slug)) {
+		return identity.Principal{}, fault.New(fault.Unauthorized, "the access token was not issued for this resource")
+	}
+	sess, _ := ar.GetSession().(*Session)
+	if sess == nil {
+		return identity.Principal{}, fault.New(fault.Unauthorized, "the access token is not valid")
+	}
+	return identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindExternal, MemberID: sess.MemberID,
+		ClientID: ar.GetClient().GetID(), CredentialID: "oauth:" + ar.GetID(), Scopes: ar.GetGrantedScopes()}, nil
+}

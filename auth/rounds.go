@@ -1,0 +1,117 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// Rounds mints and resolves round tokens: credentials bound to one agent
+// and one task, so an employee cannot forge the round it works on (SPEC
+// §1). The secret is 256 random bits, so it is stored as a plain SHA-256
+// and checked without argon2id's cost.
+type Rounds struct {
+	store  credentials.Store
+	agents Store
+	now    func() time.Time
+}
+
+// NewRounds returns Rounds on the given stores.
+func NewRounds(store credentials.Store, agents Store) *Rounds {
+	return &Rounds{store: store, agents: agents, now: time.Now}
+}
+
+// MaxRoundTTL bounds a round token's life.
+const MaxRoundTTL = 24 * time.Hour
+
+// DefaultRoundScopes are a round token's scopes when the caller names none.
+var DefaultRoundScopes = []string{identity.ScopeToolsRead, identity.ScopeToolsWrite}
+
+// Mint creates a round token for agent and task, valid for ttl (default one
+// hour, at most MaxRoundTTL), and returns it with its bearer string, which
+// is never available again. The agent must be active.
+func (r *Rounds) Mint(ctx context.Context, tenantID, agentID, taskID uuid.UUID, scopes []string, ttl time.Duration) (credentials.RoundToken, string, error) {
+	if taskID == uuid.Nil {
+		return credentials.RoundToken{}, "", fault.New(fault.Invalid, "task_id is required")
+	}
+	if ttl == 0 {
+		ttl = time.Hour
+	}
+	if ttl < time.Minute || ttl > MaxRoundTTL {
+		return credentials.RoundToken{}, "", fault.New(fault.Invalid, "ttl must be between 1 minute and %s", MaxRoundTTL)
+	}
+	for _, s := range scopes {
+		if !identity.KnownScope(s) {
+			return credentials.RoundToken{}, "", fault.New(fault.Invalid, "unknown scope %q", s)
+		}
+	}
+	if len(scopes) == 0 {
+		scopes = DefaultRoundScopes
+	}
+	a, err := r.agents.Agent(ctx, tenantID, agentID)
+	if err != nil {
+		return credentials.RoundToken{}, "", err
+	}
+	if a.Status != identity.AgentActive {
+		return credentials.RoundToken{}, "", fault.New(fault.Conflict, "agent %s is in the trash", a.Name)
+	}
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	secret := base64.RawURLEncoding.EncodeToString(b[:])
+	sum := sha256.Sum256([]byte(secret))
+	rt := credentials.RoundToken{TenantID: tenantID, ID: uuid.New(), AgentID: agentID, TaskID: taskID,
+		Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))), SecretHash: sum[:], ExpiresAt: r.now().Add(ttl)}
+	if err := r.store.CreateRoundToken(ctx, &rt); err != nil {
+		return credentials.RoundToken{}, "", err
+	}
+	return rt, RoundTokenPrefix + hex.EncodeToString(rt.ID[:]) + "_" + secret, nil
+}
+
+// ResolveToken implements TokenResolver for "vsr_" tokens: an employee
+// principal carrying the round's task.
+func (r *Rounds) ResolveToken(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error) {
+	rest, _ := strings.CutPrefix(token, RoundTokenPrefix)
+	if len(rest) != 32+1+43 || rest[32] != '_' {
+		return identity.Principal{}, unauthorized("the round token is malformed")
+	}
+	raw, err := hex.DecodeString(rest[:32])
+	if err != nil {
+		return identity.Principal{}, unauthorized("the round token is malformed")
+	}
+	id, _ := uuid.FromBytes(raw)
+	rt, err := r.store.RoundToken(ctx, t.ID, id)
+	if fault.Is(err, fault.NotFound) {
+		return identity.Principal{}, unauthorized("the round token is not valid")
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	sum := sha256.Sum256([]byte(rest[33:]))
+	if subtle.ConstantTimeCompare(sum[:], rt.SecretHash) != 1 {
+		return identity.Principal{}, unauthorized("the round token is not valid")
+	}
+	if !rt.Live(r.now()) {
+		return identity.Principal{}, unauthorized("the round token is revoked or expired")
+	}
+	a, err := r.agents.Agent(ctx, t.ID, rt.AgentID)
+	if fault.Is(err, fault.NotFound) || (err == nil && a.Status != identity.AgentActive) {
+		return identity.Principal{}, unauthorized("the round token's agent is in the trash or gone")
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	return identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindEmployee, AgentID: a.ID,
+		TaskID: rt.TaskID, CredentialID: "round:" + rt.ID.String(), Scopes: rt.Scopes}, nil
+}

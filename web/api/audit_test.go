@@ -1,0 +1,127 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/web/api"
+)
+
+func TestAuditListFiltersExportAndIsolation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	store := postgres.NewIdentityStore(db)
+	log := slog.New(slog.DiscardHandler)
+	ids := identity.NewService(store, changes.Discard{}, log)
+	trail := postgres.NewAuditLog(db, 2, log)
+	require.NoError(t, trail.Start(ctx))
+	t.Cleanup(trail.Stop)
+	res := postgres.NewReservationStore(db)
+	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
+	e := echo.New()
+	e.HTTPErrorHandler = api.ErrorHandler(log)
+	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
+	adm.Add(api.AuditResource(trail), api.ReservationsResource(res))
+	adm.Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+
+	a, err := ids.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	b, err := ids.CreateTenant(ctx, "globex", "Globex")
+	require.NoError(t, err)
+	_, keyA, err := ids.CreateKey(ctx, a.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
+	require.NoError(t, err)
+	_, keyB, err := ids.CreateKey(ctx, b.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
+	require.NoError(t, err)
+	for i := range 5 {
+		outcome, event := audit.OutcomeOK, "tool_call"
+		if i%2 == 1 {
+			outcome, event = audit.OutcomeRefused, "permission_denied"
+		}
+		require.NoError(t, trail.Record(ctx, audit.Entry{ID: uuid.New(), TenantID: a.ID, PrincipalKind: "employee", PrincipalID: "agent:x",
+			Tool: "create_agent", Outcome: outcome, Event: event, At: time.Now().Add(time.Duration(i) * time.Second), Latency: time.Millisecond}))
+	}
+	require.NoError(t, trail.Record(ctx, audit.Entry{ID: uuid.New(), TenantID: b.ID, PrincipalKind: "operator", PrincipalID: "operator:k",
+		Tool: "agent_status", Outcome: audit.OutcomeOK, Event: "tool_call", At: time.Now()}))
+	require.NoError(t, res.Reserve(ctx, agents.Reservation{TenantID: a.ID, Name: "carl", AgentID: uuid.New(), ReservedBy: "operator:k"}))
+
+	get := func(path, key string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var sb strings.Builder
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			sb.WriteString(sc.Text() + "\n")
+		}
+		return resp.StatusCode, sb.String()
+	}
+
+	code, body := get("/api/v1/tenants/acme/audit?event_type=permission_denied", keyA)
+	require.Equal(t, 200, code, body)
+	var list api.AuditList
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list.Events, 2)
+	require.Equal(t, "refused", list.Events[0].Outcome)
+	require.EqualValues(t, 1000, list.Events[0].LatencyUS)
+
+	code, body = get("/api/v1/tenants/acme/audit?limit=2", keyA)
+	require.Equal(t, 200, code)
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.NotNil(t, list.NextBefore)
+	code, body = get("/api/v1/tenants/acme/audit?limit=2&before="+list.NextBefore.String(), keyA)
+	require.Equal(t, 200, code)
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list.Events, 2)
+
+	code, body = get("/api/v1/tenants/acme/audit/export", keyA)
+	require.Equal(t, 200, code)
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	require.Len(t, lines, 5, "JSONL, one row per line")
+	var ev api.AuditEvent
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &ev))
+	require.Equal(t, "create_agent", ev.Tool)
+
+	code, _ = get("/api/v1/tenants/acme/audit?since=yesterday", keyA)
+	require.Equal(t, 400, code, "a client mistake is a 4xx")
+
+	// Tenant B reads only its own trail and never A's.
+	code, body = get("/api/v1/tenants/globex/audit/export", keyB)
+	require.Equal(t, 200, code)
+	require.Equal(t, 1, strings.Count(body, "\n"))
+	code, _ = get("/api/v1/tenants/acme/audit", keyB)
+	require.GreaterOrEqual(t, code, 400)
+
+	// Operators see and release reserved names.
+	code, body = get("/api/v1/tenants/acme/agent-name-reservations", keyA)
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `"name":"carl"`)
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/api/v1/tenants/acme/agent-name-reservations/carl", nil)
+	req.Header.Set("Authorization", "Bearer "+keyA)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+}
