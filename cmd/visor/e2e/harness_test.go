@@ -233,6 +233,8 @@ type rpcMessage struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error,omitempty"`
+	// At is when the message was read.
+	At time.Time `json:"-"`
 }
 
 // listener is an open notification stream; Changed receives one value per
@@ -256,7 +258,7 @@ func readSSE(body io.Reader, fn func(rpcMessage)) {
 		case strings.HasPrefix(line, "data:"):
 			data.WriteString(strings.TrimSpace(strings.TrimPrefix(line, "data:")))
 		case line == "" && data.Len() > 0:
-			var m rpcMessage
+			m := rpcMessage{At: time.Now()}
 			if json.Unmarshal([]byte(data.String()), &m) == nil {
 				fn(m)
 			}

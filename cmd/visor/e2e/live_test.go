@@ -20,7 +20,7 @@ import (
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // sharedRedis returns the URL of a private redis-server for this test.
-func privateRedis(t *testing.T) *redistest.Server { return redistest.StartServer(t) }
+func privateRedis(t testing.TB) *redistest.Server { return redistest.StartServer(t) }
 
 // twoReplicas starts replicas A and B on one fresh database and one Redis.
 func twoReplicas(t *testing.T, redisURL string, env ...string) (*world, *replica, *replica) {
