@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
@@ -49,27 +51,41 @@ func (s *Server) registerClient(c echo.Context) error {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return c.JSON(http.StatusBadRequest, oauthError("invalid_client_metadata", "the registration body is not a JSON object"))
 	}
-	cl, err := m.toClient(credentials.ClientDynamic)
-	if err != nil {
+	cl, secret, err := s.CreateClient(ctx, t.ID, credentials.ClientDynamic, m)
+	if fault.Is(err, fault.Invalid) {
 		code := "invalid_client_metadata"
 		if strings.HasPrefix(fault.Message(err), "redirect") {
 			code = "invalid_redirect_uri"
 		}
 		return c.JSON(http.StatusBadRequest, oauthError(code, fault.Message(err)))
 	}
-	cl.TenantID, cl.ID = t.ID, newClientID()
-	secret := ""
-	if !cl.Public() {
-		secret = randomToken()
-		cl.SecretHash = identity.HashSecret(secret)
-	}
-	if err := s.store.CreateClient(ctx, &cl); err != nil {
+	if err != nil {
 		s.log.ErrorContext(ctx, "register client", "tenant", t.ID, "err", err)
 		return c.JSON(http.StatusServiceUnavailable, oauthError("temporarily_unavailable", "registration failed; retry"))
 	}
 	s.log.InfoContext(ctx, "client registered", "tenant", t.ID, "client", cl.ID, "redirect_uris", cl.RedirectURIs)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusCreated, registrationResponse(cl, secret))
+}
+
+// CreateClient validates m and registers a client of kind (preregistered
+// or dynamic) in the tenant. A confidential client's secret is returned
+// once and stored as an argon2id hash. Invalid metadata is fault.Invalid.
+func (s *Server) CreateClient(ctx context.Context, tenantID uuid.UUID, kind credentials.ClientKind, m ClientMetadata) (credentials.Client, string, error) {
+	cl, err := m.toClient(kind)
+	if err != nil {
+		return cl, "", err
+	}
+	cl.TenantID, cl.ID = tenantID, newClientID()
+	secret := ""
+	if !cl.Public() {
+		secret = randomToken()
+		cl.SecretHash = identity.HashSecret(secret)
+	}
+	if err := s.store.CreateClient(ctx, &cl); err != nil {
+		return cl, "", err
+	}
+	return cl, secret, nil
 }
 
 func registrationResponse(cl credentials.Client, secret string) RegistrationResponse {

@@ -28,6 +28,7 @@ type Config struct {
 	DevDir            string        // VISOR_DEV_DIR: where `visor dev` keeps its credentials
 	OTLPEndpoint      string        // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
 	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
+	OAuth             OAuthConfig   // VISOR_OAUTH_* (see oauth.go)
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -49,6 +50,10 @@ var envVars = []envVar{
 	{"VISOR_WORKER_CONCURRENCY", "10", "jobs one worker process runs at once"},
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
 	{"VISOR_LIVE_RECONCILE_EVERY", "2s", "how often each replica compares its live streams' tenants with Postgres (repairs lost change events)"},
+	{"VISOR_OAUTH_HMAC_SECRET", "", "secret (32+ characters) signing OAuth codes and tokens; empty: one is generated once and kept in Postgres"},
+	{"VISOR_OAUTH_ACCESS_TOKEN_TTL", "1h", "lifetime of OAuth access tokens"},
+	{"VISOR_OAUTH_REFRESH_TOKEN_TTL", "720h", "lifetime of OAuth refresh tokens (rotated on every use)"},
+	{"VISOR_OAUTH_CIMD_DEV_HOSTS", "", "development only: comma-separated hosts whose client metadata documents may be fetched from private or loopback addresses"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
 
@@ -122,6 +127,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			bad("OTEL_EXPORTER_OTLP_ENDPOINT", "%v; want http://collector:4318", err)
 		}
 	}
+	c.OAuth = loadOAuthConfig(get, bad)
 	return c, errors.Join(errs...)
 }
 

@@ -25,7 +25,11 @@ func (a *app) routes(s *server.Server, baseURL string) error {
 	if err != nil {
 		return err
 	}
-	a.adminAPI(resolver, api.AuditResource(trail), api.ReservationsResource(postgres.NewReservationStore(a.db))).Register(s.Echo())
+	oauthAPI, err := a.mountOAuth(s.Echo(), resolver, baseURL)
+	if err != nil {
+		return err
+	}
+	a.adminAPI(resolver, append(oauthAPI, api.AuditResource(trail), api.ReservationsResource(postgres.NewReservationStore(a.db)))...).Register(s.Echo())
 	mcpDeps := mcpDeps{
 		families: []catalog.Family{a.grants},
 		grants:   a.grants,
@@ -55,4 +59,5 @@ func (a *app) errorHandler() echo.HTTPErrorHandler { return api.ErrorHandler(a.l
 // registerJobs adds every area's job workers and periodic jobs.
 func (a *app) registerJobs(reg *worker.Registry) {
 	worker.RegisterMaintenance(reg, postgres.NewIdentityStore(a.db))
+	a.registerOAuthJobs(reg)
 }

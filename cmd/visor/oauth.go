@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/riverqueue/river"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/web/api"
+	"github.com/visorhq/visor/worker"
+)
+
+// OAuthConfig is the authorization server's part of Config.
+type OAuthConfig struct {
+	HMACSecret      string        // VISOR_OAUTH_HMAC_SECRET
+	AccessTokenTTL  time.Duration // VISOR_OAUTH_ACCESS_TOKEN_TTL
+	RefreshTokenTTL time.Duration // VISOR_OAUTH_REFRESH_TOKEN_TTL
+	CIMDDevHosts    []string      // VISOR_OAUTH_CIMD_DEV_HOSTS
+}
+
+func loadOAuthConfig(get func(string) string, bad func(name, format string, args ...any)) OAuthConfig {
+	var c OAuthConfig
+	var err error
+	c.HMACSecret = get("VISOR_OAUTH_HMAC_SECRET")
+	if c.HMACSecret != "" && len(c.HMACSecret) < 32 {
+		bad("VISOR_OAUTH_HMAC_SECRET", "must be at least 32 characters (try: openssl rand -hex 32), or unset to keep one in Postgres")
+	}
+	if c.AccessTokenTTL, err = time.ParseDuration(get("VISOR_OAUTH_ACCESS_TOKEN_TTL")); err != nil || c.AccessTokenTTL < time.Minute || c.AccessTokenTTL > 24*time.Hour {
+		bad("VISOR_OAUTH_ACCESS_TOKEN_TTL", "%q must be a duration between 1m and 24h, like 1h", get("VISOR_OAUTH_ACCESS_TOKEN_TTL"))
+	}
+	if c.RefreshTokenTTL, err = time.ParseDuration(get("VISOR_OAUTH_REFRESH_TOKEN_TTL")); err != nil || c.RefreshTokenTTL < time.Hour {
+		bad("VISOR_OAUTH_REFRESH_TOKEN_TTL", "%q must be a duration of at least 1h, like 720h", get("VISOR_OAUTH_REFRESH_TOKEN_TTL"))
+	}
+	for _, h := range strings.Split(get("VISOR_OAUTH_CIMD_DEV_HOSTS"), ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			c.CIMDDevHosts = append(c.CIMDDevHosts, h)
+		}
+	}
+	return c
+}
+
+// mountOAuth builds the authorization server, makes resolver accept its
+// access tokens, member sessions and round tokens, registers its routes on
+// e, and returns its admin API resources.
+func (a *app) mountOAuth(e *echo.Echo, resolver *auth.Resolver, baseURL string) ([]api.Resource, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	as, creds, err := a.oauthServer(ctx, baseURL)
+	if err != nil {
+		return nil, err
+	}
+	as.Attach(resolver)
+	rounds := auth.NewRounds(creds, postgres.NewIdentityStore(a.db))
+	resolver.Rounds = rounds
+	as.Register(e, resolver.LoadTenant())
+	return []api.Resource{api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds)}, nil
+}
+
+// oauthServer builds the authorization server for baseURL.
+func (a *app) oauthServer(ctx context.Context, baseURL string) (*oauth.Server, *postgres.CredentialStore, error) {
+	creds := postgres.NewCredentialStore(a.db)
+	s, err := oauth.New(ctx, oauth.Config{
+		BaseURL: baseURL, HMACSecret: []byte(a.cfg.OAuth.HMACSecret), AccessTokenTTL: a.cfg.OAuth.AccessTokenTTL,
+		RefreshTokenTTL: a.cfg.OAuth.RefreshTokenTTL, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: a.cfg.OAuth.CIMDDevHosts},
+	}, creds, a.ids, a.log.With("area", "oauth"))
+	return s, creds, err
+}
+
+// registerOAuthJobs schedules the cleanup of expired codes, tokens and
+// sessions.
+func (a *app) registerOAuthJobs(reg *worker.Registry) {
+	river.AddWorker(reg.Workers(), &oauth.CleanupWorker{Store: postgres.NewCredentialStore(a.db)})
+	reg.AddPeriodic(oauth.CleanupPeriodicJob(15 * time.Minute))
+}

@@ -1,0 +1,114 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/fault"
+)
+
+// OAuthClients is the admin API of a tenant's OAuth clients: list them
+// (pre-registered, dynamically registered and cached metadata documents),
+// pre-register one, and delete one, which revokes its tokens and consents.
+type OAuthClients struct {
+	server *oauth.Server
+	store  credentials.Store
+}
+
+// NewOAuthClients returns the OAuth clients resource.
+func NewOAuthClients(server *oauth.Server, store credentials.Store) OAuthClients {
+	return OAuthClients{server: server, store: store}
+}
+
+// OAuthClient is a client as the admin API shows it; its secret appears
+// only in the answer to its creation.
+type OAuthClient struct {
+	ClientID                string     `json:"client_id"`
+	Kind                    string     `json:"kind"`
+	ClientName              string     `json:"client_name"`
+	ClientURI               string     `json:"client_uri,omitempty"`
+	RedirectURIs            []string   `json:"redirect_uris"`
+	GrantTypes              []string   `json:"grant_types"`
+	Scope                   string     `json:"scope"`
+	TokenEndpointAuthMethod string     `json:"token_endpoint_auth_method"`
+	ClientSecret            string     `json:"client_secret,omitempty"`
+	CreatedAt               time.Time  `json:"created_at"`
+	FetchedAt               *time.Time `json:"fetched_at,omitempty"`
+}
+
+// OAuthClientList is the body of GET /tenants/{tenant}/oauth/clients.
+type OAuthClientList struct {
+	Clients []OAuthClient `json:"clients"`
+}
+
+// NewOAuthClient is the body of POST /tenants/{tenant}/oauth/clients.
+type NewOAuthClient struct {
+	ClientName              string   `json:"client_name"`
+	ClientURI               string   `json:"client_uri,omitempty"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	GrantTypes              []string `json:"grant_types,omitempty"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method,omitempty"`
+	Scope                   string   `json:"scope,omitempty"`
+}
+
+// Operations lists the OAuth client routes.
+func (r OAuthClients) Operations() []Operation {
+	return []Operation{
+		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/clients", ID: "listOAuthClients", Tag: "oauth", Access: Read,
+			Summary: "List the tenant's OAuth clients", Response: OAuthClientList{}, Handler: r.list},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/oauth/clients", ID: "createOAuthClient", Tag: "oauth", Access: Write,
+			Summary: "Pre-register an OAuth client; a confidential client's secret is shown once", Request: NewOAuthClient{},
+			Response: OAuthClient{}, Status: http.StatusCreated, Handler: r.create},
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/clients/:client", ID: "deleteOAuthClient", Tag: "oauth", Access: Write,
+			Summary: "Delete an OAuth client, revoking its tokens and consents", Handler: r.remove, Status: http.StatusNoContent},
+	}
+}
+
+func clientView(c credentials.Client, secret string) OAuthClient {
+	return OAuthClient{ClientID: c.ID, Kind: string(c.Kind), ClientName: c.Name, ClientURI: c.ClientURI, RedirectURIs: c.RedirectURIs,
+		GrantTypes: c.GrantTypes, Scope: strings.Join(c.Scopes, " "), TokenEndpointAuthMethod: c.AuthMethod, ClientSecret: secret,
+		CreatedAt: c.CreatedAt, FetchedAt: c.FetchedAt}
+}
+
+func (r OAuthClients) list(c echo.Context) error {
+	cs, err := r.store.ListClients(c.Request().Context(), tenant(c).ID)
+	if err != nil {
+		return err
+	}
+	out := OAuthClientList{Clients: make([]OAuthClient, 0, len(cs))}
+	for _, cl := range cs {
+		out.Clients = append(out.Clients, clientView(cl, ""))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (r OAuthClients) create(c echo.Context) error {
+	var in NewOAuthClient
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	cl, secret, err := r.server.CreateClient(c.Request().Context(), tenant(c).ID, credentials.ClientPreregistered, oauth.ClientMetadata{
+		ClientName: in.ClientName, ClientURI: in.ClientURI, RedirectURIs: in.RedirectURIs, GrantTypes: in.GrantTypes,
+		TokenEndpointAuthMethod: in.TokenEndpointAuthMethod, Scope: in.Scope})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, clientView(cl, secret))
+}
+
+func (r OAuthClients) remove(c echo.Context) error {
+	id, err := url.PathUnescape(c.Param("client")) // a metadata-document client id is an escaped URL
+	if err != nil {
+		return fault.New(fault.NotFound, "client not found")
+	}
+	if err := r.store.DeleteClient(c.Request().Context(), tenant(c).ID, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
