@@ -85,6 +85,29 @@ func TestTwoReplicasNotifyExactlyTheAffectedCaller(t *testing.T) {
 	expectQuiet(t, gil, 10*time.Millisecond, "another tenant is still not affected")
 }
 
+// TestListenDeliversOnlyWhatTheClientOptedInto is issue 5 item 1 for
+// 2026-07-28: a listen stream that did not opt into toolsListChanged hears
+// nothing when the caller's tools change, while one that did is told, and
+// every message after the acknowledgment carries the subscription id.
+func TestListenDeliversOnlyWhatTheClientOptedInto(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w, a, b := twoReplicas(t, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m")
+	optedIn := listenModern(t, b, w.adaKey)
+	optedOut := listenModernFor(t, b, w.adaKey, map[string]any{"promptsListChanged": true})
+	require.NotContains(t, string(optedOut.Ack.Params), "toolsListChanged", "the acknowledgment grants only what was asked and is supported")
+	require.Contains(t, string(optedIn.Ack.Params), "toolsListChanged")
+	w.setDenied(t, a, w.ada, "agent_status")
+	m := expectChange(t, optedIn, 5*time.Second, "opted in")
+	require.Equal(t, "notifications/tools/list_changed", m.Method)
+	var params struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(m.Params, &params))
+	require.Equal(t, "listen-1", params.Meta["io.modelcontextprotocol/subscriptionId"])
+	expectQuiet(t, optedOut, 500*time.Millisecond, "a stream that did not opt into toolsListChanged")
+}
+
 // TestRedisLossIsRepairedByReconciliation is issue 5 item 5: Redis is killed
 // mid-run, a change is made while it is down (its publication is lost), and
 // after Redis returns the listener on the other replica is told within a
