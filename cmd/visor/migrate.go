@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/visorhq/visor/storage/postgres"
@@ -31,6 +32,13 @@ func runMigrate(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 	all := fs.Bool("all", false, "down: roll back every migration")
 	river := fs.Bool("river", false, "down: also remove River's schema once Visor's is gone")
 	if len(args) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	if strings.HasPrefix(args[0], "-") { // -h, or flags before the action
+		if err := parse(fs, args); err != nil {
+			return err
+		}
 		fs.Usage()
 		return errUsage
 	}

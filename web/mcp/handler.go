@@ -87,7 +87,11 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 		h.listTools = append(h.listTools, h.wireTool(t))
 	}
 	h.server = sdk.NewServer(&sdk.Implementation{Name: "visor", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		// Prompts and resources are declared (empty) because the SDK answers
+		// their list methods anyway; a server must not serve what it does not
+		// declare (SEP-2575).
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true},
+			Prompts: &sdk.PromptCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
 		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) {
 			c.CacheScope, c.TTLMs = "private", int(opts.ListTTL/time.Millisecond)
 		},

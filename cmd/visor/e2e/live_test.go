@@ -20,7 +20,7 @@ import (
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // sharedRedis returns the URL of a private redis-server for this test.
-func privateRedis(t *testing.T) *redistest.Server { return redistest.StartServer(t) }
+func privateRedis(t testing.TB) *redistest.Server { return redistest.StartServer(t) }
 
 // twoReplicas starts replicas A and B on one fresh database and one Redis.
 func twoReplicas(t *testing.T, redisURL string, env ...string) (*world, *replica, *replica) {
@@ -45,24 +45,25 @@ func TestTwoReplicasNotifyExactlyTheAffectedCaller(t *testing.T) {
 
 	before := toolNames(t, b, w.adaKey)
 	require.Contains(t, before, "agent_status")
+	// Replica A holds no stream of ada's, and has just answered ada's
+	// tools/list (so it may hold ada's settings in a short cache).
+	require.ElementsMatch(t, before, toolNames(t, a, w.adaKey))
 
 	adaLegacy := listenLegacy(t, b, w.adaKey)
 	adaModern := listenModern(t, b, w.adaKey)
 	bob := listenModern(t, b, w.bobKey)
 	gil := listenLegacy(t, b, w.gilKey)
-	adaOnA := listenModern(t, a, w.adaKey)
+	bobOnA := listenModern(t, a, w.bobKey)
 
-	// The change: ada may no longer see agent_status.
+	// The change, through replica A: ada may no longer see agent_status.
 	w.setDenied(t, a, w.ada, "agent_status")
 	expectChange(t, adaLegacy, 5*time.Second, "ada's legacy GET stream on B")
 	m := expectChange(t, adaModern, 5*time.Second, "ada's listen stream on B")
 	require.Contains(t, string(m.Params), "listen-1", "a listen-stream notification carries its subscriptionId")
-	expectChange(t, adaOnA, 5*time.Second, "ada's listen stream on A")
 
-	for _, r := range []*replica{a, b} {
-		after := toolNames(t, r, w.adaKey)
-		require.NotContains(t, after, "agent_status", "replica %s lists the new set", r.name)
-		require.ElementsMatch(t, slices.DeleteFunc(slices.Clone(before), func(s string) bool { return s == "agent_status" }), after)
+	want := slices.DeleteFunc(slices.Clone(before), func(s string) bool { return s == "agent_status" })
+	for _, r := range []*replica{b, a} {
+		require.ElementsMatch(t, want, toolNames(t, r, w.adaKey), "replica %s lists the new set right after the notification", r.name)
 	}
 
 	// A no-op edit (the same settings again) sends nothing to anyone.
@@ -73,6 +74,7 @@ func TestTwoReplicasNotifyExactlyTheAffectedCaller(t *testing.T) {
 	expectQuiet(t, adaModern, 10*time.Millisecond, "no-op edit (listen)")
 	expectQuiet(t, bob, 10*time.Millisecond, "bob is not affected")
 	expectQuiet(t, gil, 10*time.Millisecond, "another tenant's caller")
+	expectQuiet(t, bobOnA, 10*time.Millisecond, "bob on replica A")
 
 	// Back again: ada is told on both streams.
 	w.setDenied(t, a, w.ada)
@@ -81,6 +83,54 @@ func TestTwoReplicasNotifyExactlyTheAffectedCaller(t *testing.T) {
 	require.ElementsMatch(t, before, toolNames(t, b, w.adaKey))
 	expectQuiet(t, bob, 300*time.Millisecond, "bob is still not affected")
 	expectQuiet(t, gil, 10*time.Millisecond, "another tenant is still not affected")
+}
+
+// TestListenDeliversOnlyWhatTheClientOptedInto is issue 5 item 1 for
+// 2026-07-28: a listen stream that did not opt into toolsListChanged hears
+// nothing when the caller's tools change, while one that did is told, and
+// every message after the acknowledgment carries the subscription id.
+func TestListenDeliversOnlyWhatTheClientOptedInto(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w, a, b := twoReplicas(t, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m")
+	optedIn := listenModern(t, b, w.adaKey)
+	optedOut := listenModernFor(t, b, w.adaKey, map[string]any{"promptsListChanged": true})
+	require.NotContains(t, string(optedOut.Ack.Params), "toolsListChanged", "the acknowledgment grants only what was asked and is supported")
+	require.Contains(t, string(optedIn.Ack.Params), "toolsListChanged")
+	w.setDenied(t, a, w.ada, "agent_status")
+	m := expectChange(t, optedIn, 5*time.Second, "opted in")
+	require.Equal(t, "notifications/tools/list_changed", m.Method)
+	var params struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(m.Params, &params))
+	require.Equal(t, "listen-1", params.Meta["io.modelcontextprotocol/subscriptionId"])
+	expectQuiet(t, optedOut, 500*time.Millisecond, "a stream that did not opt into toolsListChanged")
+}
+
+// TestTenantSettingsChangeReachesEveryAffectedCallerOfThatTenant is issue
+// 5 items 2 and 3 for a tenant-wide input: renaming the tenant's server
+// name makes ada's "mcp__acme__agent_status" deny entry start to match, so
+// ada (and only ada) is told; the change carries no agent, so every stream
+// of the tenant is recomputed and compared.
+func TestTenantSettingsChangeReachesEveryAffectedCallerOfThatTenant(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w, a, b := twoReplicas(t, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m")
+	w.setDenied(t, a, w.ada, "mcp__acme__agent_status")
+	require.Contains(t, toolNames(t, b, w.adaKey), "agent_status", "mcp__acme__ names no Visor tool while Visor is called visor")
+	ada := listenLegacy(t, b, w.adaKey)
+	bob := listenModern(t, b, w.bobKey)
+	gil := listenModern(t, b, w.gilKey)
+	operator := listenModern(t, b, w.operator)
+
+	w.api(t, a, http.MethodPatch, "/tenants/acme", map[string]any{"settings": map[string]any{"server_name": "acme"}}, nil)
+	expectChange(t, ada, 5*time.Second, "ada's deny entry now matches")
+	require.NotContains(t, toolNames(t, b, w.adaKey), "agent_status")
+	require.NotContains(t, toolNames(t, a, w.adaKey), "agent_status")
+	expectQuiet(t, bob, 500*time.Millisecond, "bob's set did not change")
+	expectQuiet(t, operator, 10*time.Millisecond, "the operator's set did not change")
+	expectQuiet(t, gil, 10*time.Millisecond, "another tenant")
 }
 
 // TestRedisLossIsRepairedByReconciliation is issue 5 item 5: Redis is killed

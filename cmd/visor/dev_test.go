@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDevFromNothing runs `visor dev --json FILE` against a database that
+// does not exist yet, then uses what it printed: readiness, the admin API
+// with the operator key, the owner's password. A second run keeps the
+// credentials working.
+func TestDevFromNothing(t *testing.T) {
+	t.Parallel()
+	needRedis(t)
+	vars := testEnv(t, emptyDatabase(t))
+	out := filepath.Join(t.TempDir(), "dev.json")
+
+	r := startCmd(t, vars, "dev", "--json", out)
+	creds := readDevJSON(t, out)
+	require.Equal(t, r.base, creds["base_url"])
+	require.Equal(t, r.base+"/t/demo/mcp", creds["mcp_url"])
+	require.Equal(t, "demo", creds["tenant"])
+	require.NotEmpty(t, creds["owner_email"])
+	require.GreaterOrEqual(t, len(creds["owner_password"]), 10)
+	require.True(t, strings.HasPrefix(creds["operator_key"], "vsk_"))
+	require.True(t, strings.HasPrefix(creds["agent_key"], "vsk_"))
+	require.Contains(t, r.stdout.String(), creds["mcp_url"])
+	require.Contains(t, r.stdout.String(), creds["operator_key"])
+
+	code, body := httpGet(t, r.base+"/readyz", "")
+	require.Equal(t, 200, code, body)
+	code, body = httpGet(t, r.base+"/api/v1/tenants/demo/agents", creds["operator_key"])
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, `"name":"assistant"`)
+	// The agent key is the agent's, not an operator's.
+	code, _ = httpGet(t, r.base+"/api/v1/tenants/demo/agents", creds["agent_key"])
+	require.Equal(t, 403, code)
+	require.NoError(t, r.stop())
+
+	// Again: same database, same dev dir. Nothing is duplicated and the
+	// kept credentials still work.
+	os.Remove(out)
+	r = startCmd(t, vars, "dev", "--json", out)
+	again := readDevJSON(t, out)
+	require.Equal(t, creds["operator_key"], again["operator_key"])
+	require.Equal(t, creds["agent_key"], again["agent_key"])
+	require.Equal(t, creds["owner_password"], again["owner_password"])
+	code, body = httpGet(t, r.base+"/api/v1/tenants/demo/keys", again["operator_key"])
+	require.Equal(t, 200, code)
+	var keys struct{ Keys []any }
+	require.NoError(t, json.Unmarshal([]byte(body), &keys))
+	require.Len(t, keys.Keys, 2, "a repeat run mints no new keys")
+	require.NoError(t, r.stop())
+
+	// Credentials that stopped working (e.g. a revoked key) are replaced.
+	var k struct{ Keys []struct{ ID, Kind string } }
+	require.NoError(t, json.Unmarshal([]byte(body), &k))
+	for _, key := range k.Keys {
+		if key.Kind == "operator" {
+			res := runCmd(t, vars, "key", "revoke", "-tenant", "demo", key.ID)
+			require.NoError(t, res.err, res.stderr)
+		}
+	}
+	os.Remove(out)
+	r = startCmd(t, vars, "dev", "--json", out)
+	fresh := readDevJSON(t, out)
+	require.NotEqual(t, creds["operator_key"], fresh["operator_key"])
+	code, _ = httpGet(t, r.base+"/api/v1/tenants/demo", fresh["operator_key"])
+	require.Equal(t, 200, code)
+}
+
+func readDevJSON(t *testing.T, path string) map[string]string {
+	t.Helper()
+	var m map[string]string
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(b, &m) == nil
+	}, 30*time.Second, 50*time.Millisecond, "dev never wrote %s", path)
+	for _, k := range []string{"mcp_url", "tenant", "owner_email", "owner_password", "operator_key", "agent_key", "base_url"} {
+		require.Contains(t, m, k)
+	}
+	return m
+}
