@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/storage/redisx"
@@ -16,9 +18,10 @@ import (
 // tracks this replica's notification streams and recomputes them on change
 // events, the Redis subscription that feeds it (and kicks its reconciler on
 // every (re)subscription), and the grant expirer. app.Close stops them.
-// visible is the tools policy's view (tools.VisibleFunc); the MCP endpoint
-// opens its streams on the returned hub.
-func (a *app) startLive(s *server.Server, visible live.VisibleFunc) (*live.Hub, error) {
+// visible is the tools policy's view (tools.VisibleFunc) and forget drops
+// its cached rows for each event heard; the MCP endpoint opens its streams
+// on the returned hub.
+func (a *app) startLive(s *server.Server, visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (*live.Hub, error) {
 	log := a.log.With("area", "live")
 	ctx := context.Background()
 	hub := live.NewHub(live.Config{Visible: visible, Versions: a.db, ReconcileEvery: a.cfg.LiveReconcile, Log: log})
@@ -27,7 +30,11 @@ func (a *app) startLive(s *server.Server, visible live.VisibleFunc) (*live.Hub, 
 	}
 	a.stop = append(a.stop, hub.Stop)
 	if a.rdb != nil {
-		sub := redisx.NewSubscriber(a.rdb.Client, hub.Handle, hub.Kick, log)
+		handle := func(e changes.Event) {
+			forget(e.TenantID, e.AgentID)
+			hub.Handle(e)
+		}
+		sub := redisx.NewSubscriber(a.rdb.Client, handle, hub.Kick, log)
 		if err := sub.Start(ctx); err != nil {
 			return nil, err
 		}

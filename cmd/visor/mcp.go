@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 	"net/http"
 	"time"
 
@@ -25,7 +27,9 @@ const subjectCacheTTL = time.Second
 type mcpDeps struct {
 	families []catalog.Family
 	grants   tools.Grants
-	streams  func(visible live.VisibleFunc) (live.Streams, error)
+	// streams starts the live hub on the policy's view; forget drops the
+	// policy's cached rows for each change event the replica hears.
+	streams func(visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (live.Streams, error)
 }
 
 // mountMCP builds the tool registry, the policy, the audit trail and the
@@ -41,7 +45,7 @@ func (a *app) mountMCP(s *server.Server, resolver *auth.Resolver, trail *postgre
 	var streams live.Streams = live.NoStreams{}
 	if d.streams != nil {
 		var err error
-		if streams, err = d.streams(tools.VisibleFunc(reg, subjects)); err != nil {
+		if streams, err = d.streams(tools.VisibleFunc(reg, subjects), subjects.Forget); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
@@ -33,7 +34,9 @@ func (a *app) routes(s *server.Server, baseURL string) error {
 	mcpDeps := mcpDeps{
 		families: []catalog.Family{a.grants},
 		grants:   a.grants,
-		streams:  func(visible live.VisibleFunc) (live.Streams, error) { return a.startLive(s, visible) },
+		streams: func(visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (live.Streams, error) {
+			return a.startLive(s, visible, forget)
+		},
 	}
 	if err := a.mountMCP(s, resolver, trail, mcpDeps); err != nil {
 		return err

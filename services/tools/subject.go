@@ -83,6 +83,25 @@ func (s *Subjects) load(ctx context.Context, p identity.Principal, fresh bool) (
 	return sub, nil
 }
 
+// Forget drops the cached rows a committed change may have made stale: the
+// tenant's, and the agent's (every agent of the tenant when agentID is
+// uuid.Nil). Each replica calls it for every change event it hears, so
+// tools/list is current on replicas that hold no stream of the caller.
+func (s *Subjects) Forget(tenantID, agentID uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tenants, tenantID)
+	if agentID != uuid.Nil {
+		delete(s.agents, [2]uuid.UUID{tenantID, agentID})
+		return
+	}
+	for k := range s.agents {
+		if k[0] == tenantID {
+			delete(s.agents, k)
+		}
+	}
+}
+
 func getCached[K comparable, V any](s *Subjects, m map[K]cached[V], k K, fresh bool, load func() (V, error)) (V, error) {
 	now := s.now()
 	if !fresh && s.ttl > 0 {
