@@ -170,7 +170,12 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 	if e.set == (toolSet{}) {
 		names, err := h.cfg.Visible(ctx, p)
 		if err != nil {
+			// The set stays unknown: the next reconcile recomputes the
+			// tenant and announces whatever it finds to this stream.
 			h.log.WarnContext(ctx, "compute visible tools for a new stream", "tenant", p.TenantID, "err", err)
+			h.mu.Lock()
+			t.failed = true
+			h.mu.Unlock()
 		} else {
 			set := makeSet(names)
 			h.mu.Lock()

@@ -236,3 +236,29 @@ func TestHubOverRedisAcrossTwoHubs(t *testing.T) {
 	require.NoError(t, redisx.NewBus(srv.Client()).Publish(context.Background(), f.commit(t, f.ta, ada)))
 	require.Eventually(t, func() bool { return s.n.Load() == 1 }, 2*time.Second, 5*time.Millisecond)
 }
+
+func TestHubRetriesAStreamWhoseSetCouldNotBeComputed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100*time.Millisecond)
+	ada := uuid.New()
+	f.pol.set(ada, "a")
+	var fail atomic.Bool
+	fail.Store(true)
+	hub := live.NewHub(live.Config{Versions: f.db, ReconcileEvery: 100 * time.Millisecond,
+		Visible: func(ctx context.Context, p identity.Principal) ([]string, error) {
+			if fail.Load() {
+				return nil, context.DeadlineExceeded
+			}
+			return f.pol.visible(ctx, p)
+		}})
+	require.NoError(t, hub.Start(context.Background()))
+	t.Cleanup(hub.Stop)
+	s := &fakeStream{p: identity.Principal{TenantID: f.ta, Kind: identity.KindEmployee, AgentID: ada}}
+	t.Cleanup(hub.Open(context.Background(), s))
+	fail.Store(false)
+	// Unknown is treated as changed: the stream is told to re-read once the
+	// policy answers again.
+	require.Eventually(t, func() bool { return s.n.Load() == 1 }, 3*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	require.EqualValues(t, 1, s.n.Load(), "and only once")
+}

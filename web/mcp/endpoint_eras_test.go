@@ -37,7 +37,7 @@ func TestLegacyErasSessionsListPagesCallDelete(t *testing.T) {
 				cursor = next
 			}
 			// Exactly the allowed tools (github_issue is hidden), in stable order.
-			require.Equal(t, []string{"agent_status", "plain_write", "zz_tool_0", "zz_tool_1", "zz_tool_2", "zz_tool_3", "zz_tool_4"}, names)
+			require.Equal(t, []string{"agent_status", "old_status", "plain_write", "zz_tool_0", "zz_tool_1", "zz_tool_2", "zz_tool_3", "zz_tool_4"}, names)
 
 			res := f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_status","arguments":{"text":"hi"}}}`).result(t)
 			require.Equal(t, "echo: hi", res["content"].([]any)[0].(map[string]any)["text"])
@@ -85,7 +85,12 @@ func TestModernEraStatelessListDiscoverHeaders(t *testing.T) {
 	res := r.result(t)
 	require.Equal(t, "private", res["cacheScope"])
 	require.EqualValues(t, 60000, res["ttlMs"])
-	require.Equal(t, []string{"agent_status", "plain_write", "zz_tool_0"}, toolNames(res))
+	require.Equal(t, []string{"agent_status", "old_status", "plain_write"}, toolNames(res))
+	alias := res["tools"].([]any)[1].(map[string]any)
+	require.Equal(t, "[deprecated → agent_status] Read status.", alias["description"], "listed with the prefix")
+	res = f.rpc(t, "emp", modernHeaders("tools/call", "old_status"),
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"old_status","arguments":{"text":"via alias"},`+modernMeta+`}}`).result(t)
+	require.Equal(t, "echo: via alias", res["content"].([]any)[0].(map[string]any)["text"], "dispatches to the new tool")
 
 	res = f.rpc(t, "emp", modernHeaders("server/discover", ""), `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{`+modernMeta+`}}`).result(t)
 	require.Contains(t, res["supportedVersions"], "2026-07-28")
@@ -215,4 +220,19 @@ func TestListChangedReachesOneStream(t *testing.T) {
 	}
 	cancel()
 	f.hub.wait(t, 0)
+}
+
+func TestListenFallsBackToTheSDKForAnythingElse(t *testing.T) {
+	f := newFixture(t)
+	// A filter without tools/list_changed: acknowledged empty and answered at once.
+	r := f.rpc(t, "emp", modernHeaders("subscriptions/listen", ""),
+		`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"promptsListChanged":true},`+modernMeta+`}}`)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Contains(t, r.body, `"notifications":{}`)
+	require.Contains(t, r.body, `"id":3,"result"`)
+	require.Empty(t, f.hub.streams)
+	// A header mismatch is the SDK's -32020.
+	hdr := modernHeaders("tools/list", "")
+	e := f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`).rpcErr(t)
+	require.EqualValues(t, -32020, e["code"])
 }

@@ -102,6 +102,7 @@ func newFixture(t *testing.T) *fixture {
 	reg.Register(tools.Tool{Name: "plain_write", Description: "Write.", Scope: identity.ScopeToolsWrite, Handler: echoTool,
 		Params: []tools.Param{{Name: "text", Type: "string", Description: "Text.", Required: true}}})
 	reg.Register(tools.Tool{Name: "github_issue", Description: "GitHub.", Scope: identity.ScopeToolsRead, Gate: tools.GateGitHub, Handler: echoTool})
+	reg.Register(tools.Tool{Name: "old_status", DeprecatedFor: "agent_status"})
 	for i := range 5 {
 		reg.Register(tools.Tool{Name: fmt.Sprintf("zz_tool_%d", i), Description: "Filler.", Scope: identity.ScopeToolsRead, Handler: echoTool})
 	}

@@ -87,7 +87,11 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 		h.listTools = append(h.listTools, h.wireTool(t))
 	}
 	h.server = sdk.NewServer(&sdk.Implementation{Name: "visor", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		// Prompts and resources are declared (empty) because the SDK answers
+		// their list methods anyway; a server must not serve what it does not
+		// declare (SEP-2575).
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true},
+			Prompts: &sdk.PromptCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
 		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) {
 			c.CacheScope, c.TTLMs = "private", int(opts.ListTTL/time.Millisecond)
 		},
@@ -121,8 +125,13 @@ type peek struct {
 	Params struct {
 		Name string `json:"name"`
 		Meta struct {
-			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			Version      string          `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientInfo   json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+			Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
 		} `json:"_meta"`
+		Notifications *struct {
+			ToolsListChanged bool `json:"toolsListChanged"`
+		} `json:"notifications"`
 	} `json:"params"`
 }
 
@@ -166,6 +175,9 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 	}
 	r = r.WithContext(context.WithValue(r.Context(), peekKey{}, &pk))
 	if modernEra(r, &pk) {
+		if h.serveListen(w, r, p, &pk) {
+			return
+		}
 		h.modern.ServeHTTP(w, r)
 		return
 	}

@@ -233,12 +233,15 @@ type rpcMessage struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error,omitempty"`
+	// At is when the message was read.
+	At time.Time `json:"-"`
 }
 
 // listener is an open notification stream; Changed receives one value per
 // notifications/tools/list_changed.
 type listener struct {
 	Changed chan rpcMessage
+	Ack     rpcMessage // a listen stream's acknowledgment
 	cancel  context.CancelFunc
 }
 
@@ -256,7 +259,7 @@ func readSSE(body io.Reader, fn func(rpcMessage)) {
 		case strings.HasPrefix(line, "data:"):
 			data.WriteString(strings.TrimSpace(strings.TrimPrefix(line, "data:")))
 		case line == "" && data.Len() > 0:
-			var m rpcMessage
+			m := rpcMessage{At: time.Now()}
 			if json.Unmarshal([]byte(data.String()), &m) == nil {
 				fn(m)
 			}
@@ -395,9 +398,16 @@ func listenLegacy(t testing.TB, r *replica, token string) *listener {
 // toolsListChanged and returns after the acknowledgment arrived.
 func listenModern(t testing.TB, r *replica, token string) *listener {
 	t.Helper()
+	return listenModernFor(t, r, token, map[string]any{"toolsListChanged": true})
+}
+
+// listenModernFor opens a listen stream opting into notifications. The
+// acknowledgment must be the stream's first message.
+func listenModernFor(t testing.TB, r *replica, token string, notifications map[string]any) *listener {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	msg := map[string]any{"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": map[string]any{
-		"_meta": modernMeta(), "notifications": map[string]any{"toolsListChanged": true}}}
+		"_meta": modernMeta(), "notifications": notifications}}
 	b, _ := json.Marshal(msg)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/t/"+tenantOf(token)+"/mcp", bytes.NewReader(b))
 	require.NoError(t, err)
@@ -412,18 +422,23 @@ func listenModern(t testing.TB, r *replica, token string) *listener {
 	acked := make(chan rpcMessage, 1)
 	go func() {
 		defer resp.Body.Close()
+		first := true
 		readSSE(resp.Body, func(m rpcMessage) {
-			switch m.Method {
-			case "notifications/subscriptions/acknowledged":
+			switch {
+			case first && m.Method != "notifications/subscriptions/acknowledged":
+				t.Errorf("the first message on a listen stream is %q, not the acknowledgment", m.Method)
+			case m.Method == "notifications/subscriptions/acknowledged":
 				acked <- m
-			case "notifications/tools/list_changed":
-				l.Changed <- m
+			case m.Method != "":
+				l.Changed <- m // any other notification must be a list_changed; tests check
 			}
+			first = false
 		})
 	}()
 	select {
 	case m := <-acked:
 		require.Contains(t, string(m.Params), "listen-1", "the acknowledgment carries the subscription id")
+		l.Ack = m
 	case <-time.After(10 * time.Second):
 		t.Fatal("no subscriptions/acknowledged")
 	}
@@ -478,7 +493,7 @@ func expectQuiet(t testing.TB, l *listener, wait time.Duration, what string) {
 	t.Helper()
 	select {
 	case m := <-l.Changed:
-		t.Fatalf("%s: unexpected tools/list_changed %s", what, m.Params)
+		t.Fatalf("%s: unexpected message method=%q id=%s params=%s result=%s", what, m.Method, m.ID, m.Params, m.Result)
 	case <-time.After(wait):
 	}
 }

@@ -20,7 +20,7 @@ import (
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // sharedRedis returns the URL of a private redis-server for this test.
-func privateRedis(t *testing.T) *redistest.Server { return redistest.StartServer(t) }
+func privateRedis(t testing.TB) *redistest.Server { return redistest.StartServer(t) }
 
 // twoReplicas starts replicas A and B on one fresh database and one Redis.
 func twoReplicas(t *testing.T, redisURL string, env ...string) (*world, *replica, *replica) {
@@ -83,6 +83,54 @@ func TestTwoReplicasNotifyExactlyTheAffectedCaller(t *testing.T) {
 	require.ElementsMatch(t, before, toolNames(t, b, w.adaKey))
 	expectQuiet(t, bob, 300*time.Millisecond, "bob is still not affected")
 	expectQuiet(t, gil, 10*time.Millisecond, "another tenant is still not affected")
+}
+
+// TestListenDeliversOnlyWhatTheClientOptedInto is issue 5 item 1 for
+// 2026-07-28: a listen stream that did not opt into toolsListChanged hears
+// nothing when the caller's tools change, while one that did is told, and
+// every message after the acknowledgment carries the subscription id.
+func TestListenDeliversOnlyWhatTheClientOptedInto(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w, a, b := twoReplicas(t, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m")
+	optedIn := listenModern(t, b, w.adaKey)
+	optedOut := listenModernFor(t, b, w.adaKey, map[string]any{"promptsListChanged": true})
+	require.NotContains(t, string(optedOut.Ack.Params), "toolsListChanged", "the acknowledgment grants only what was asked and is supported")
+	require.Contains(t, string(optedIn.Ack.Params), "toolsListChanged")
+	w.setDenied(t, a, w.ada, "agent_status")
+	m := expectChange(t, optedIn, 5*time.Second, "opted in")
+	require.Equal(t, "notifications/tools/list_changed", m.Method)
+	var params struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(m.Params, &params))
+	require.Equal(t, "listen-1", params.Meta["io.modelcontextprotocol/subscriptionId"])
+	expectQuiet(t, optedOut, 500*time.Millisecond, "a stream that did not opt into toolsListChanged")
+}
+
+// TestTenantSettingsChangeReachesEveryAffectedCallerOfThatTenant is issue
+// 5 items 2 and 3 for a tenant-wide input: renaming the tenant's server
+// name makes ada's "mcp__acme__agent_status" deny entry start to match, so
+// ada (and only ada) is told; the change carries no agent, so every stream
+// of the tenant is recomputed and compared.
+func TestTenantSettingsChangeReachesEveryAffectedCallerOfThatTenant(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w, a, b := twoReplicas(t, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m")
+	w.setDenied(t, a, w.ada, "mcp__acme__agent_status")
+	require.Contains(t, toolNames(t, b, w.adaKey), "agent_status", "mcp__acme__ names no Visor tool while Visor is called visor")
+	ada := listenLegacy(t, b, w.adaKey)
+	bob := listenModern(t, b, w.bobKey)
+	gil := listenModern(t, b, w.gilKey)
+	operator := listenModern(t, b, w.operator)
+
+	w.api(t, a, http.MethodPatch, "/tenants/acme", map[string]any{"settings": map[string]any{"server_name": "acme"}}, nil)
+	expectChange(t, ada, 5*time.Second, "ada's deny entry now matches")
+	require.NotContains(t, toolNames(t, b, w.adaKey), "agent_status")
+	require.NotContains(t, toolNames(t, a, w.adaKey), "agent_status")
+	expectQuiet(t, bob, 500*time.Millisecond, "bob's set did not change")
+	expectQuiet(t, operator, 10*time.Millisecond, "the operator's set did not change")
+	expectQuiet(t, gil, 10*time.Millisecond, "another tenant")
 }
 
 // TestRedisLossIsRepairedByReconciliation is issue 5 item 5: Redis is killed

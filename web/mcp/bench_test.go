@@ -1,0 +1,198 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/catalog"
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+)
+
+// The endpoint benchmark (docs/benchmarks.md): the full stack — HTTP, auth
+// with a real agent key, the policy, and for tools/call a durable audit row
+// on real Postgres — against a bare go-sdk server with the same tools and no
+// auth, side by side in one process, both in the stateless 2026-07-28 era.
+//
+//	go test ./web/mcp -run '^$' -bench Endpoint -benchtime 3000x
+//
+// Timing is reported, never asserted.
+
+const benchWorkers = 16
+
+// benchEcho is the trivial tool both servers call.
+func benchEcho(_ context.Context, c tools.Call) (*tools.Result, error) {
+	s, _ := tools.String(c.Args, "text")
+	return &tools.Result{Text: s}, nil
+}
+
+func benchRegistry(ids *identity.Service, store *postgres.IdentityStore, db *postgres.DB) *tools.Registry {
+	reg := catalog.New(agents.NewService(ids, store, postgres.NewReservationStore(db)),
+		catalog.FamilyFunc(func(r *tools.Registry) {
+			r.Register(tools.Tool{Name: "bench_echo", Family: "bench", Scope: identity.ScopeToolsRead, Description: "Echo text.",
+				Params: []tools.Param{{Name: "text", Type: "string", Description: "Text."}}, Handler: benchEcho})
+		}))
+	return reg
+}
+
+// fullStack starts the real endpoint and returns its URL and an agent key,
+// and the URL of the same endpoint behind a fixed-principal middleware
+// instead of auth (to separate auth's cost from the endpoint's).
+func fullStack(b *testing.B) (url, token, noAuth string, reg *tools.Registry) {
+	ctx := context.Background()
+	db := pgtest.New(b)
+	logger := slog.New(slog.DiscardHandler)
+	store := postgres.NewIdentityStore(db)
+	ids := identity.NewService(store, changes.Discard{}, logger)
+	trail := postgres.NewAuditLog(db, 4, logger)
+	if err := trail.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(trail.Stop)
+	reg = benchRegistry(ids, store, db)
+	ep := New(reg, tools.NewSubjects(store, tools.NoGrants{}, time.Second), trail, live.NoStreams{}, Options{})
+	e := echo.New()
+	ep.Register(e, auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), logger).Middleware(""))
+	srv := httptest.NewServer(e)
+	b.Cleanup(srv.Close)
+	var fixed identity.Principal
+	e2 := echo.New()
+	ep.Register(e2, func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(c.Request().Context(), fixed)))
+			return next(c)
+		}
+	})
+	srv2 := httptest.NewServer(e2)
+	b.Cleanup(srv2.Close)
+	t, err := ids.CreateTenant(ctx, "bench", "Bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := ids.CreateAgent(ctx, t.ID, identity.NewAgent{Name: "bee"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, token, err = ids.CreateKey(ctx, t.ID, identity.NewKey{Kind: identity.KeyAgent, AgentID: a.ID, Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fixed = identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindEmployee, AgentID: a.ID}
+	return srv.URL + "/t/bench/mcp", token, srv2.URL + "/t/bench/mcp", reg
+}
+
+// bareServer serves the same tool names and schemas from a plain go-sdk
+// server: no auth, no policy, no audit.
+func bareServer(b *testing.B, reg *tools.Registry) string {
+	s := sdk.NewServer(&sdk.Implementation{Name: "bare", Version: "1"}, nil)
+	for _, t := range reg.All() {
+		s.AddTool(&sdk.Tool{Name: t.Name, Description: reg.ListedDescription(t), InputSchema: reg.InputSchema(t)},
+			func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}}, nil
+			})
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// load sends b.N copies of one request from benchWorkers goroutines and
+// reports req/s, p50 and p99.
+func load(b *testing.B, url, token string, hdr map[string]string, body string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchWorkers * 2}}
+	send := func() error {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || bytes.Contains(data, []byte(`"error"`)) || bytes.Contains(data, []byte(`"isError":true`)) {
+			return fmt.Errorf("status %d: %s", resp.StatusCode, data)
+		}
+		return nil
+	}
+	for range 50 { // warm connections and caches
+		if err := send(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([][]time.Duration, benchWorkers)
+	var wg sync.WaitGroup
+	var failed error
+	var mu sync.Mutex
+	b.ResetTimer()
+	start := time.Now()
+	for w := range benchWorkers {
+		n := b.N / benchWorkers
+		if w < b.N%benchWorkers {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				t0 := time.Now()
+				if err := send(); err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+					return
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+func BenchmarkEndpoint(b *testing.B) {
+	full, token, noAuth, reg := fullStack(b)
+	bare := bareServer(b, reg)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"},` + modernMeta + `}}`
+	b.Run("list/bare", func(b *testing.B) { load(b, bare, "", modernHeaders("tools/list", ""), list) })
+	b.Run("list/noauth", func(b *testing.B) { load(b, noAuth, "fixed", modernHeaders("tools/list", ""), list) })
+	b.Run("list/full", func(b *testing.B) { load(b, full, token, modernHeaders("tools/list", ""), list) })
+	b.Run("call/bare", func(b *testing.B) { load(b, bare, "", modernHeaders("tools/call", "bench_echo"), call) })
+	b.Run("call/noauth", func(b *testing.B) { load(b, noAuth, "fixed", modernHeaders("tools/call", "bench_echo"), call) })
+	b.Run("call/full", func(b *testing.B) { load(b, full, token, modernHeaders("tools/call", "bench_echo"), call) })
+}
