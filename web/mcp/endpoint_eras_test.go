@@ -221,3 +221,18 @@ func TestListChangedReachesOneStream(t *testing.T) {
 	cancel()
 	f.hub.wait(t, 0)
 }
+
+func TestListenFallsBackToTheSDKForAnythingElse(t *testing.T) {
+	f := newFixture(t)
+	// A filter without tools/list_changed: acknowledged empty and answered at once.
+	r := f.rpc(t, "emp", modernHeaders("subscriptions/listen", ""),
+		`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"promptsListChanged":true},`+modernMeta+`}}`)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Contains(t, r.body, `"notifications":{}`)
+	require.Contains(t, r.body, `"id":3,"result"`)
+	require.Empty(t, f.hub.streams)
+	// A header mismatch is the SDK's -32020.
+	hdr := modernHeaders("tools/list", "")
+	e := f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`).rpcErr(t)
+	require.EqualValues(t, -32020, e["code"])
+}

@@ -125,8 +125,13 @@ type peek struct {
 	Params struct {
 		Name string `json:"name"`
 		Meta struct {
-			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			Version      string          `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientInfo   json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+			Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
 		} `json:"_meta"`
+		Notifications *struct {
+			ToolsListChanged bool `json:"toolsListChanged"`
+		} `json:"notifications"`
 	} `json:"params"`
 }
 
@@ -170,6 +175,9 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 	}
 	r = r.WithContext(context.WithValue(r.Context(), peekKey{}, &pk))
 	if modernEra(r, &pk) {
+		if h.serveListen(w, r, p, &pk) {
+			return
+		}
 		h.modern.ServeHTTP(w, r)
 		return
 	}

@@ -1,0 +1,103 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
+)
+
+// serveListen holds a well-formed 2026-07-28 subscriptions/listen request
+// that subscribes to tools/list_changed — the only list Visor changes —
+// without an SDK session. An idle listen stream is then just its HTTP
+// request: no per-stream SDK session, JSON-RPC connection or goroutines, so
+// a replica can hold tens of thousands. Anything else about the request
+// (a malformed _meta, a header mismatch, a filter without tools) goes to the
+// SDK, which validates and answers it. It reports whether it answered.
+func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek) bool {
+	const version = "2026-07-28"
+	if pk.Method != "subscriptions/listen" || r.Header.Get("Mcp-Method") != pk.Method || r.Header.Get("Mcp-Name") != "" ||
+		r.Header.Get("Mcp-Protocol-Version") != version || pk.Params.Meta.Version != version ||
+		!isObject(pk.Params.Meta.Capabilities) || (pk.Params.Meta.ClientInfo != nil && !isObject(pk.Params.Meta.ClientInfo)) ||
+		len(pk.ID) == 0 || string(pk.ID) == "null" || pk.Params.Notifications == nil || !pk.Params.Notifications.ToolsListChanged ||
+		!acceptsBoth(r.Header.Values("Accept")) || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		return false
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.Header().Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	s := &listenStream{p: p, w: w, f: flusher, id: pk.ID}
+	if err := s.send(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
+		string(pk.ID) + `},"notifications":{"toolsListChanged":true}}}`); err != nil {
+		return true
+	}
+	unregister := h.streams.Open(r.Context(), s)
+	<-r.Context().Done()
+	unregister()
+	s.close()
+	return true
+}
+
+func isObject(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{'
+}
+
+func acceptsBoth(values []string) bool {
+	all := strings.ToLower(strings.Join(values, ","))
+	return strings.Contains(all, "*/*") || (strings.Contains(all, "application/json") && strings.Contains(all, "text/event-stream"))
+}
+
+// listenStream is a held subscriptions/listen response.
+type listenStream struct {
+	p  identity.Principal
+	id []byte // the listen request's JSON-RPC id, as sent
+
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	f    http.Flusher
+	done bool
+}
+
+var _ live.Stream = (*listenStream)(nil)
+
+var errStreamClosed = errors.New("listen stream closed")
+
+func (s *listenStream) Principal() identity.Principal { return s.p }
+
+// NotifyToolsChanged writes notifications/tools/list_changed, tagged with
+// the listen request's id, on this stream only.
+func (s *listenStream) NotifyToolsChanged(context.Context) error {
+	return s.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
+		string(s.id) + `}}}`)
+}
+
+func (s *listenStream) send(msg string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return errStreamClosed
+	}
+	if _, err := s.w.Write([]byte("event: message\ndata: " + msg + "\n\n")); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
+}
+
+// close stops writes once the request has ended.
+func (s *listenStream) close() {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+}
