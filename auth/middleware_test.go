@@ -25,6 +25,8 @@ type keyEnv struct {
 	db       *postgres.DB
 	svc      *identity.Service
 	resolver *auth.Resolver
+	creds    *postgres.CredentialStore
+	rounds   *auth.Rounds
 	srv      *httptest.Server
 	a, b     identity.Tenant
 	agentA   identity.Agent
@@ -46,6 +48,9 @@ func newKeyEnv(t *testing.T) *keyEnv {
 	env.agentA, err = svc.CreateAgent(ctx, env.a.ID, identity.NewAgent{Name: "ada"})
 	require.NoError(t, err)
 	env.resolver = auth.NewResolver(store, store, auth.NewURLs("https://visor.test"), log)
+	env.creds = postgres.NewCredentialStore(db)
+	env.rounds = auth.NewRounds(env.creds, store)
+	env.resolver.Rounds = env.rounds
 
 	e := echo.New()
 	probe := func(c echo.Context) error {
@@ -144,15 +149,15 @@ func TestKeyRefusals(t *testing.T) {
 	wrongSecret, _ := identity.NewKeySecret(id)
 
 	for name, token := range map[string]string{
-		"missing":         "",
-		"garbage":         "not-a-token",
-		"malformed key":   "vsk_zz",
-		"wrong secret":    wrongSecret,
-		"revoked":         revokedToken,
-		"expired":         expiredToken,
-		"trashed agent":   trashedToken,
-		"another tenant":  otherToken,
-		"round, disabled": "vsr_whatever",
+		"missing":          "",
+		"garbage":          "not-a-token",
+		"malformed key":    "vsk_zz",
+		"wrong secret":     wrongSecret,
+		"revoked":          revokedToken,
+		"expired":          expiredToken,
+		"trashed agent":    trashedToken,
+		"another tenant":   otherToken,
+		"round, malformed": "vsr_whatever",
 	} {
 		res, _ := env.get(t, "/t/acme/probe", token)
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode, name)

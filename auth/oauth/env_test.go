@@ -37,7 +37,9 @@ const password = "correct horse battery"
 // the MCP endpoint, served over real HTTP, and a TLS server hosting client
 // metadata documents.
 type env struct {
-	t        *testing.T
+	t        testing.TB
+	ids      *postgres.IdentityStore
+	handler  http.Handler
 	db       *postgres.DB
 	svc      *identity.Service
 	creds    *postgres.CredentialStore
@@ -53,12 +55,13 @@ type env struct {
 	bob      identity.Member // owner of b
 }
 
-func newEnv(t *testing.T, tweak ...func(*oauth.Config)) *env {
+func newEnv(t testing.TB, tweak ...func(*oauth.Config)) *env {
 	t.Helper()
 	e := &env{t: t, doc: map[string]string{}}
 	e.db = pgtest.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := postgres.NewIdentityStore(e.db)
+	e.ids = ids
 	e.svc = identity.NewService(ids, changes.Discard{}, log)
 	e.creds = postgres.NewCredentialStore(e.db)
 	ctx := context.Background()
@@ -124,6 +127,7 @@ func newEnv(t *testing.T, tweak ...func(*oauth.Config)) *env {
 	ec.GET("/api/v1/whoami", probe, e.resolver.AdminMiddleware())
 	ec.POST("/api/v1/whoami", probe, e.resolver.AdminMiddleware())
 	h = ec
+	e.handler = ec
 	return e
 }
 
@@ -148,7 +152,7 @@ func (e *env) cimdClient(path string, redirect string) string {
 // browser is a member's user agent: a cookie jar and no automatic
 // redirects, so each hop can be inspected.
 type browser struct {
-	t *testing.T
+	t testing.TB
 	c *http.Client
 }
 
@@ -198,7 +202,7 @@ var (
 	loginTitle = "Sign in to "
 )
 
-func field(t *testing.T, re *regexp.Regexp, body string) string {
+func field(t testing.TB, re *regexp.Regexp, body string) string {
 	t.Helper()
 	m := re.FindStringSubmatch(body)
 	require.NotNil(t, m, "no %s in page:\n%s", re, body)
@@ -266,7 +270,7 @@ func (e *env) decide(b *browser, p page, decision string) page {
 }
 
 // callback parses the redirect back to the client.
-func callback(t *testing.T, p page, redirect string) url.Values {
+func callback(t testing.TB, p page, redirect string) url.Values {
 	t.Helper()
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 	loc := p.header.Get("Location")

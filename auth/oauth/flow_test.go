@@ -14,7 +14,7 @@ import (
 	"github.com/visorhq/visor/services/identity"
 )
 
-func getJSON(t *testing.T, u string, v any) int {
+func getJSON(t testing.TB, u string, v any) int {
 	t.Helper()
 	res, err := http.Get(u)
 	require.NoError(t, err)

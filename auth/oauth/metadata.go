@@ -57,7 +57,6 @@ func (s *Server) Metadata(slug string) ServerMetadata {
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		ClientIDMetadataDocumentSupported:          true,
 		AuthorizationResponseIssParameterSupported: true,
-		ServiceDocumentation:                       s.urls.Base + "/docs/oauth",
 	}
 }
 

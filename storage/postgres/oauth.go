@@ -83,7 +83,7 @@ func (s *CredentialStore) DeleteExpired(ctx context.Context, cutoff time.Time) (
 		`DELETE FROM member_sessions WHERE expires_at < $1`,
 		`DELETE FROM round_tokens WHERE expires_at < $1`,
 		// Cached metadata documents nobody uses any more.
-		`DELETE FROM oauth_clients c WHERE kind = 'metadata_document' AND fetched_at < $1 - interval '1 day'
+		`DELETE FROM oauth_clients c WHERE kind = 'metadata_document' AND fetched_at < $1::timestamptz - interval '1 day'
 			AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.tenant_id = c.tenant_id AND t.client_id = c.id)
 			AND NOT EXISTS (SELECT 1 FROM oauth_consents o WHERE o.tenant_id = c.tenant_id AND o.client_id = c.id)`,
 	} {
