@@ -98,7 +98,7 @@ func openPostgres(ctx context.Context, cfg Config, tp trace.TracerProvider) (*po
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "3D000" {
-		return nil, fmt.Errorf("Postgres: %s; create it (createdb), run `visor dev` which creates it, or set VISOR_DATABASE_URL", pe.Message)
+		return nil, fmt.Errorf("cannot use Postgres: %s; create it (createdb), run `visor dev` which creates it, or set VISOR_DATABASE_URL", pe.Message)
 	}
 	return nil, fmt.Errorf("cannot use Postgres (%s); start Postgres or set VISOR_DATABASE_URL", oneLine(err))
 }
