@@ -121,3 +121,17 @@ func TestSubscriberReplacesAStalledConnection(t *testing.T) {
 	require.Eventually(t, func() bool { _, n := r.snapshot(); return n >= 2 }, 10*time.Second, 20*time.Millisecond,
 		"a subscription that stopped answering must be replaced and the replacement signalled")
 }
+
+func TestPublishToAFrozenRedisGivesUpQuickly(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	c, err := redisx.Open(context.Background(), srv.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	bus := redisx.NewBus(c.Client)
+	srv.Pause()
+	t.Cleanup(srv.Resume)
+	start := time.Now()
+	require.Error(t, bus.Publish(context.Background(), changes.Event{TenantID: uuid.New(), Kind: changes.AgentChanged, Version: 2}))
+	require.Less(t, time.Since(start), 2*time.Second, "the committed request must not wait on a frozen Redis")
+}

@@ -32,6 +32,9 @@ func Open(ctx context.Context, url string) (*Client, error) {
 		return nil, fmt.Errorf("parse Redis URL: %s (want redis://host:port/db)", redactURLError(err))
 	}
 	opts.DialTimeout = 5 * time.Second
+	// Honour callers' deadlines: a frozen Redis must not hold a request (or
+	// a change publication) past its context.
+	opts.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opts)
 	c := &Client{Client: rdb, addr: opts.Addr}
 	if err := c.Ping(ctx); err != nil {

@@ -236,3 +236,23 @@ func TestListenFallsBackToTheSDKForAnythingElse(t *testing.T) {
 	e := f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`).rpcErr(t)
 	require.EqualValues(t, -32020, e["code"])
 }
+
+// TestTwoReplicas shows the documented deployment rule: 2026-07-28 requests
+// need no affinity, while a legacy session lives on the replica that created
+// it (route by Mcp-Session-Id); elsewhere it is an unknown session (404) and
+// the client re-initializes.
+func TestTwoReplicas(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.url, f.mount()
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+	for _, u := range []string{a, b} {
+		f.url = u
+		require.Equal(t, []string{"agent_status", "old_status", "plain_write"}, toolNames(f.rpc(t, "emp", modernHeaders("tools/list", ""), list).result(t)))
+	}
+	f.url = a
+	id := f.session(t, "emp", "2025-11-25")
+	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"}
+	require.Equal(t, http.StatusOK, f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":2,"method":"ping"}`).status)
+	f.url = b
+	require.Equal(t, http.StatusNotFound, f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":2,"method":"ping"}`).status)
+}

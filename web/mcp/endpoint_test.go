@@ -76,6 +76,7 @@ func (h *hub) wait(t *testing.T, n int) []live.Stream {
 
 type fixture struct {
 	url    string
+	mount  func() string // starts another replica on the same stores; returns its URL
 	dir    *dir
 	audit  *audit.Memory
 	hub    *hub
@@ -108,27 +109,30 @@ func newFixture(t *testing.T) *fixture {
 	}
 	rec := &audit.Memory{}
 	h := &hub{}
-	ep := New(reg, tools.NewSubjects(d, tools.NoGrants{}, 0), rec, h, Options{PageSize: 3, MaxBodyBytes: 64 << 10})
 	f := &fixture{dir: d, audit: rec, hub: h, agent: agent, tokens: map[string]identity.Principal{
 		"emp":      {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindEmployee, AgentID: agent.ID},
 		"op":       {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindOperator, CredentialID: "k1", Scopes: []string{identity.ScopeToolsAdmin}},
 		"op2":      {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindOperator, CredentialID: "k2", Scopes: []string{identity.ScopeToolsAdmin}},
 		"ext-read": {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindExternal, ClientID: "c", MemberID: uuid.New(), Scopes: []string{identity.ScopeToolsRead}},
 	}}
-	e := echo.New()
-	ep.Register(e, func(next echo.HandlerFunc) echo.HandlerFunc { // stands in for package auth
-		return func(c echo.Context) error {
-			p, ok := f.tokens[strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer ")]
-			if !ok {
-				return c.NoContent(http.StatusUnauthorized)
+	f.mount = func() string {
+		ep := New(reg, tools.NewSubjects(d, tools.NoGrants{}, 0), rec, h, Options{PageSize: 3, MaxBodyBytes: 64 << 10})
+		e := echo.New()
+		ep.Register(e, func(next echo.HandlerFunc) echo.HandlerFunc { // stands in for package auth
+			return func(c echo.Context) error {
+				p, ok := f.tokens[strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer ")]
+				if !ok {
+					return c.NoContent(http.StatusUnauthorized)
+				}
+				c.SetRequest(c.Request().WithContext(identity.WithPrincipal(c.Request().Context(), p)))
+				return next(c)
 			}
-			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(c.Request().Context(), p)))
-			return next(c)
-		}
-	})
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	f.url = srv.URL + "/t/acme/mcp"
+		})
+		srv := httptest.NewServer(e)
+		t.Cleanup(srv.Close)
+		return srv.URL + "/t/acme/mcp"
+	}
+	f.url = f.mount()
 	return f
 }
 

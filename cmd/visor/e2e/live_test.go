@@ -167,6 +167,27 @@ func TestRedisLossIsRepairedByReconciliation(t *testing.T) {
 	expectChange(t, ada, 5*time.Second, "after recovery")
 }
 
+// TestRedisPauseIsRepaired: Redis freezes (SIGSTOP) rather than dying, so
+// connections hang instead of failing; a change made meanwhile still
+// reaches the listener within a few seconds of Redis resuming.
+func TestRedisPauseIsRepaired(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w, a, b := twoReplicas(t, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m")
+	ada := listenModern(t, b, w.adaKey)
+	srv.Pause()
+	start := time.Now()
+	w.setDenied(t, a, w.ada, "agent_status")
+	require.Less(t, time.Since(start), 3*time.Second, "a frozen Redis must not hold up the committing request")
+	time.Sleep(4 * time.Second) // long enough for the subscriber to notice the silence
+	srv.Resume()
+	resumed := time.Now()
+	expectChange(t, ada, 10*time.Second, "after Redis resumed")
+	t.Logf("notified %s after Redis resumed", time.Since(resumed).Round(time.Millisecond))
+	require.Less(t, time.Since(resumed), 5*time.Second)
+	require.NotContains(t, toolNames(t, b, w.adaKey), "agent_status")
+}
+
 // TestReconcilerRepairsWhileRedisIsDown: with the default period, a change
 // made while Redis stays down still reaches the listener.
 func TestReconcilerRepairsWhileRedisIsDown(t *testing.T) {
