@@ -81,7 +81,12 @@ func (s *Server) authorize(c echo.Context) error {
 		s.provider.WriteAuthorizeError(ctx, w, ar, err)
 		return nil
 	}
+	silent := ar.GetRequestForm().Get("prompt") == "none"
 	m, ok := s.member(c, t)
+	if !ok && silent {
+		s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrLoginRequired)
+		return nil
+	}
 	if !ok {
 		return s.renderLogin(c, t, http.StatusOK, loginData{ReturnTo: "/t/" + t.Slug + "/oauth/authorize?" + req.URL.RawQuery})
 	}
@@ -104,8 +109,13 @@ func (s *Server) authorize(c echo.Context) error {
 	if err != nil && !fault.Is(err, fault.NotFound) {
 		return s.fail(c, t, "read consent", err)
 	}
-	if err == nil && covers(granted, scopes) && !ar.GetRequestForm().Has("prompt") {
+	prompt := ar.GetRequestForm().Get("prompt")
+	if err == nil && covers(granted, scopes) && (prompt == "" || prompt == "none") {
 		return s.issue(ctx, w, t, ar, m)
+	}
+	if silent {
+		s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrConsentRequired)
+		return nil
 	}
 	return s.renderConsent(c, t, ar, m)
 }

@@ -57,9 +57,14 @@ type env struct {
 
 func newEnv(t testing.TB, tweak ...func(*oauth.Config)) *env {
 	t.Helper()
+	return newEnvLog(t, slog.New(slog.NewTextHandler(io.Discard, nil)), tweak...)
+}
+
+// newEnvLog is newEnv with the server logging to log.
+func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *env {
+	t.Helper()
 	e := &env{t: t, doc: map[string]string{}}
 	e.db = pgtest.New(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := postgres.NewIdentityStore(e.db)
 	e.ids = ids
 	e.svc = identity.NewService(ids, changes.Discard{}, log)
@@ -361,4 +366,44 @@ func (e *env) grant(b *browser, tenant, clientID, redirect, scope string, email 
 	status, tr := e.exchange(tenant, clientID, q.Get("code"), redirect, verifier, resource)
 	require.Equal(e.t, http.StatusOK, status, "%+v", tr)
 	return tr
+}
+
+// safeWriter serializes writes to w.
+type safeWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *safeWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *safeWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprint(s.w)
+}
+
+func mustURL(t testing.TB, raw string) *url.URL {
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u
+}
+
+// dumpTables returns every row of the tables as JSON text.
+func dumpTables(t testing.TB, e *env, tables ...string) string {
+	var b strings.Builder
+	for _, tb := range tables {
+		rows, err := e.db.Pool.Query(context.Background(), `SELECT row_to_json(x)::text FROM `+tb+` x`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			b.WriteString(s + "\n")
+		}
+		rows.Close()
+	}
+	return b.String()
 }

@@ -54,6 +54,7 @@ func (a *app) mountMCP(s *server.Server, resolver *auth.Resolver, trail *postgre
 		ResourceMetadata: func(_ *http.Request, slug string) string { return resolver.URLs().ResourceMetadata(slug) },
 	})
 	ep.Register(s.Echo(), resolver.Middleware(""))
+	s.Echo().Server.RegisterOnShutdown(ep.Close)
 	return nil
 }
 

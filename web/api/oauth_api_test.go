@@ -30,6 +30,9 @@ type oauthFixture struct {
 	srv            *httptest.Server
 	keyA, keyB     string
 	agentA, agentB identity.Agent
+	ids            *identity.Service
+	creds          *postgres.CredentialStore
+	tenantA        identity.Tenant
 }
 
 func newOAuthFixture(t *testing.T) *oauthFixture {
@@ -49,7 +52,7 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
 	adm.Add(api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds))
 	adm.Register(e)
-	f := &oauthFixture{t: t, srv: httptest.NewServer(e)}
+	f := &oauthFixture{t: t, srv: httptest.NewServer(e), ids: ids, creds: creds}
 	t.Cleanup(f.srv.Close)
 	for _, x := range []struct {
 		slug  string
@@ -58,6 +61,9 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	}{{"acme", &f.keyA, &f.agentA}, {"globex", &f.keyB, &f.agentB}} {
 		tn, err := ids.CreateTenant(ctx, x.slug, x.slug)
 		require.NoError(t, err)
+		if x.slug == "acme" {
+			f.tenantA = tn
+		}
 		_, *x.key, err = ids.CreateKey(ctx, tn.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
 		require.NoError(t, err)
 		*x.agent, err = ids.CreateAgent(ctx, tn.ID, identity.NewAgent{Name: "ada"})
@@ -128,4 +134,28 @@ func TestRoundTokensAPI(t *testing.T) {
 
 	require.Equal(t, http.StatusNotFound, f.do(http.MethodDelete, "/api/v1/tenants/globex/round-tokens/"+rt.ID.String(), f.keyB, "", nil))
 	require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/tenants/acme/round-tokens/"+rt.ID.String(), f.keyA, "", nil))
+}
+
+func TestConsentsAPI(t *testing.T) {
+	t.Parallel()
+	f := newOAuthFixture(t)
+	ctx := context.Background()
+	m, err := f.ids.CreateMember(ctx, f.tenantA.ID, "alice@acme.test", "correct horse battery", identity.RoleViewer)
+	require.NoError(t, err)
+	var cl api.OAuthClient
+	require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/tenants/acme/oauth/clients", f.keyA,
+		`{"client_name":"C","redirect_uris":["https://c.example/cb"]}`, &cl))
+	require.NoError(t, f.creds.AddConsent(ctx, f.tenantA.ID, m.ID, cl.ClientID, []string{"tools:read"}))
+
+	q := "?member_id=" + m.ID.String()
+	var list api.ConsentList
+	require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/api/v1/tenants/acme/oauth/consents"+q, f.keyA, "", &list))
+	require.Equal(t, []api.Consent{{ClientID: cl.ClientID, Scopes: []string{"tools:read"}}}, list.Consents)
+	require.Equal(t, http.StatusBadRequest, f.do(http.MethodGet, "/api/v1/tenants/acme/oauth/consents", f.keyA, "", nil))
+	require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/api/v1/tenants/globex/oauth/consents"+q, f.keyB, "", &list))
+	require.Empty(t, list.Consents)
+	require.Equal(t, http.StatusNotFound, f.do(http.MethodDelete, "/api/v1/tenants/globex/oauth/consents/"+cl.ClientID+q, f.keyB, "", nil))
+	require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/tenants/acme/oauth/consents/"+cl.ClientID+q, f.keyA, "", nil))
+	require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/api/v1/tenants/acme/oauth/consents"+q, f.keyA, "", &list))
+	require.Empty(t, list.Consents)
 }

@@ -3,14 +3,17 @@ package api
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
 )
 
 // OAuthClients is the admin API of a tenant's OAuth clients: list them
@@ -67,7 +70,74 @@ func (r OAuthClients) Operations() []Operation {
 			Response: OAuthClient{}, Status: http.StatusCreated, Handler: r.create},
 		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/clients/:client", ID: "deleteOAuthClient", Tag: "oauth", Access: Write,
 			Summary: "Delete an OAuth client, revoking its tokens and consents", Handler: r.remove, Status: http.StatusNoContent},
+		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/consents", ID: "listOAuthConsents", Tag: "oauth", Access: Read,
+			Summary:  "List a member's OAuth consents: the caller's own, or ?member_id=… with an operator key",
+			Response: ConsentList{}, Handler: r.listConsents},
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/consents/:client", ID: "revokeOAuthConsent", Tag: "oauth", Access: Read,
+			Summary: "Withdraw a member's consent for a client and revoke that client's tokens for the member",
+			Handler: r.revokeConsent, Status: http.StatusNoContent},
 	}
+}
+
+// Consent is what a member approved for one client.
+type Consent struct {
+	ClientID string   `json:"client_id"`
+	Scopes   []string `json:"scopes"`
+}
+
+// ConsentList is the body of GET /tenants/{tenant}/oauth/consents.
+type ConsentList struct {
+	MemberID uuid.UUID `json:"member_id"`
+	Consents []Consent `json:"consents"`
+}
+
+// consentMember is whose consents a request addresses: a member session
+// only ever its own; an operator key (or the platform token) names one.
+func consentMember(c echo.Context) (uuid.UUID, error) {
+	p, _ := identity.PrincipalFrom(c.Request().Context())
+	if p.MemberID != uuid.Nil && p.Kind != identity.KindExternal {
+		return p.MemberID, nil
+	}
+	if p.Kind != identity.KindOperator {
+		return uuid.Nil, fault.New(fault.Forbidden, "only members and operator keys manage consents")
+	}
+	id, err := uuid.Parse(c.QueryParam("member_id"))
+	if err != nil {
+		return uuid.Nil, fault.New(fault.Invalid, "member_id must name a member")
+	}
+	return id, nil
+}
+
+func (r OAuthClients) listConsents(c echo.Context) error {
+	mid, err := consentMember(c)
+	if err != nil {
+		return err
+	}
+	all, err := r.store.ListConsents(c.Request().Context(), tenant(c).ID, mid)
+	if err != nil {
+		return err
+	}
+	out := ConsentList{MemberID: mid, Consents: make([]Consent, 0, len(all))}
+	for id, scopes := range all {
+		out.Consents = append(out.Consents, Consent{ClientID: id, Scopes: scopes})
+	}
+	slices.SortFunc(out.Consents, func(a, b Consent) int { return strings.Compare(a.ClientID, b.ClientID) })
+	return c.JSON(http.StatusOK, out)
+}
+
+func (r OAuthClients) revokeConsent(c echo.Context) error {
+	mid, err := consentMember(c)
+	if err != nil {
+		return err
+	}
+	id, err := url.PathUnescape(c.Param("client"))
+	if err != nil {
+		return fault.New(fault.NotFound, "consent not found")
+	}
+	if err := r.store.RevokeConsent(c.Request().Context(), tenant(c).ID, mid, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 func clientView(c credentials.Client, secret string) OAuthClient {

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/tools"
 )
 
@@ -255,4 +258,51 @@ func TestTwoReplicas(t *testing.T) {
 	require.Equal(t, http.StatusOK, f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":2,"method":"ping"}`).status)
 	f.url = b
 	require.Equal(t, http.StatusNotFound, f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":2,"method":"ping"}`).status)
+}
+
+func TestCloseEndsHeldStreams(t *testing.T) {
+	f := newFixture(t)
+	ep := New(tools.NewRegistry(), tools.NewSubjects(f.dir, tools.NoGrants{}, 0), f.audit, f.hub, Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep.ServeTenant(w, r.WithContext(identity.WithPrincipal(r.Context(), f.tokens["op"])), "acme")
+	}))
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+	for k, v := range modernHeaders("subscriptions/listen", "") {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	f.hub.wait(t, 1)
+	ep.Close()
+	_, err = io.ReadAll(resp.Body) // the stream ends instead of hanging
+	require.NoError(t, err)
+	f.hub.wait(t, 0)
+}
+
+type failingAudit struct{}
+
+func (failingAudit) Record(context.Context, audit.Entry) error { return fmt.Errorf("disk full") }
+
+// TestResultWithheldWithoutDurableAudit: when the audit row cannot be made
+// durable, the caller gets an error, never the tool's result.
+func TestResultWithheldWithoutDurableAudit(t *testing.T) {
+	f := newFixture(t)
+	reg := tools.NewRegistry()
+	reg.Register(tools.Tool{Name: "agent_status", Description: "x", Scope: identity.ScopeToolsRead, Handler: echoTool,
+		Params: []tools.Param{{Name: "text", Type: "string", Description: "t"}}})
+	ep := New(reg, tools.NewSubjects(f.dir, tools.NoGrants{}, 0), failingAudit{}, f.hub, Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep.ServeTenant(w, r.WithContext(identity.WithPrincipal(r.Context(), f.tokens["emp"])), "acme")
+	}))
+	defer srv.Close()
+	f.url = srv.URL
+	r := f.rpc(t, "emp", modernHeaders("tools/call", "agent_status"),
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_status","arguments":{"text":"secret result"},`+modernMeta+`}}`)
+	e := r.rpcErr(t)
+	require.EqualValues(t, -32603, e["code"])
+	require.NotContains(t, r.body, "secret result")
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -62,6 +63,9 @@ type Handler struct {
 	modern    http.Handler // 2026-07-28, stateless
 	sessions  sessions
 	listTools []*sdk.Tool // wire form of each registry tool, by registry order
+
+	closeOnce sync.Once
+	closing   chan struct{} // closed by Close: held streams end
 }
 
 // New returns the endpoint. streams may be live.NoStreams{}.
@@ -82,7 +86,7 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
-		sessions: sessions{m: map[string]binding{}}}
+		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{})}
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))
 	}
@@ -216,3 +220,16 @@ func principalOf(req sdk.Request) (identity.Principal, *peek, bool) {
 // owner names a principal for session binding: the same caller presents
 // the same owner on every request.
 func owner(p identity.Principal) string { return p.TenantID.String() + "/" + p.ID() }
+
+// Close ends every stream this endpoint holds (listen streams and legacy
+// sessions with their GET streams), so a graceful shutdown is not held up by
+// idle notification streams; clients reconnect to another replica. Register
+// it with http.Server.RegisterOnShutdown.
+func (h *Handler) Close() {
+	h.closeOnce.Do(func() {
+		close(h.closing)
+		for _, b := range h.sessions.all() {
+			_ = b.session.Close()
+		}
+	})
+}

@@ -42,7 +42,10 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 		return true
 	}
 	unregister := h.streams.Open(r.Context(), s)
-	<-r.Context().Done()
+	select {
+	case <-r.Context().Done():
+	case <-h.closing:
+	}
 	unregister()
 	s.close()
 	return true

@@ -41,6 +41,16 @@ func (s *sessions) get(id string) (binding, bool) {
 	return b, ok
 }
 
+func (s *sessions) all() []binding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]binding, 0, len(s.m))
+	for _, b := range s.m {
+		out = append(out, b)
+	}
+	return out
+}
+
 // serveLegacy serves the session-based eras. A session id bound to another
 // principal is answered exactly as an unknown one (404), so ids cannot be
 // probed. A GET stream is registered with the live hub while it is open.
