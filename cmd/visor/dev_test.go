@@ -2,8 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +46,8 @@ func TestDevFromNothing(t *testing.T) {
 	// The agent key is the agent's, not an operator's.
 	code, _ = httpGet(t, r.base+"/api/v1/tenants/demo/agents", creds["agent_key"])
 	require.Equal(t, 403, code)
+	// The owner's password signs in, and the session works on the admin API.
+	signInAndUseAdminAPI(t, r.base, creds["owner_email"], creds["owner_password"])
 	require.NoError(t, r.stop())
 
 	// Again: same database, same dev dir. Nothing is duplicated and the
@@ -86,4 +93,40 @@ func readDevJSON(t *testing.T, path string) map[string]string {
 		require.Contains(t, m, k)
 	}
 	return m
+}
+
+// signInAndUseAdminAPI signs in through the tenant's login form and calls
+// the admin API with the member session cookie.
+func signInAndUseAdminAPI(t *testing.T, base, email, password string) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Get(base + "/t/demo/login")
+	require.NoError(t, err)
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindSubmatch(page)
+	require.NotNil(t, m, string(page))
+	res, err = c.PostForm(base+"/t/demo/login", url.Values{"csrf_token": {string(m[1])}, "email": {email}, "password": {password}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Less(t, res.StatusCode, 400, "sign in")
+
+	res, err = c.Get(base + "/api/v1/tenants/demo/members")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, 200, res.StatusCode, string(body))
+	require.Contains(t, string(body), email)
+
+	req, _ := http.NewRequest("POST", base+"/api/v1/tenants/demo/members",
+		strings.NewReader(`{"email":"second@demo.example.com","password":"long enough pw","role":"viewer"}`))
+	req.Header.Set("Origin", base)
+	req.Header.Set("Content-Type", "application/json")
+	res, err = c.Do(req)
+	require.NoError(t, err)
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, 201, res.StatusCode, string(body))
 }

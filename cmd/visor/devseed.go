@@ -52,7 +52,7 @@ func seedDemo(ctx context.Context, a *app, base string) (devCredentials, error) 
 	if err != nil {
 		return devCredentials{}, err
 	}
-	c := devCredentials{BaseURL: base, MCPURL: base + "/t/" + t.Slug + "/mcp", DashboardURL: base + "/t/" + t.Slug + "/",
+	c := devCredentials{BaseURL: base, MCPURL: base + "/t/" + t.Slug + "/mcp", DashboardURL: base + "/t/" + t.Slug + "/login",
 		Tenant: t.Slug, OwnerEmail: demoOwner, Agent: demoAgent}
 	if c.OwnerPassword, err = ensureOwner(ctx, a.ids, t, kept.OwnerPassword); err != nil {
 		return c, err

@@ -282,3 +282,27 @@ func TestCloseEndsHeldStreams(t *testing.T) {
 	require.NoError(t, err)
 	f.hub.wait(t, 0)
 }
+
+type failingAudit struct{}
+
+func (failingAudit) Record(context.Context, audit.Entry) error { return fmt.Errorf("disk full") }
+
+// TestResultWithheldWithoutDurableAudit: when the audit row cannot be made
+// durable, the caller gets an error, never the tool's result.
+func TestResultWithheldWithoutDurableAudit(t *testing.T) {
+	f := newFixture(t)
+	reg := tools.NewRegistry()
+	reg.Register(tools.Tool{Name: "agent_status", Description: "x", Scope: identity.ScopeToolsRead, Handler: echoTool,
+		Params: []tools.Param{{Name: "text", Type: "string", Description: "t"}}})
+	ep := New(reg, tools.NewSubjects(f.dir, tools.NoGrants{}, 0), failingAudit{}, f.hub, Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep.ServeTenant(w, r.WithContext(identity.WithPrincipal(r.Context(), f.tokens["emp"])), "acme")
+	}))
+	defer srv.Close()
+	f.url = srv.URL
+	r := f.rpc(t, "emp", modernHeaders("tools/call", "agent_status"),
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_status","arguments":{"text":"secret result"},`+modernMeta+`}}`)
+	e := r.rpcErr(t)
+	require.EqualValues(t, -32603, e["code"])
+	require.NotContains(t, r.body, "secret result")
+}
