@@ -20,7 +20,9 @@ func (q quieter) WithAttrs(as []slog.Attr) slog.Handler {
 	return quieter{q.Handler.WithAttrs(as), q.min}
 }
 
-func (q quieter) WithGroup(name string) slog.Handler { return quieter{q.Handler.WithGroup(name), q.min} }
+func (q quieter) WithGroup(name string) slog.Handler {
+	return quieter{q.Handler.WithGroup(name), q.min}
+}
 
 // riverLogger is log for River: warnings and errors only, unless log is at
 // debug level, in which case River's chatter is useful.
