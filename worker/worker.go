@@ -65,7 +65,7 @@ func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 		queues[name] = river.QueueConfig{MaxWorkers: n}
 	}
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger: o.Logger, Queues: queues, Workers: reg.workers, PeriodicJobs: reg.periodic,
+		Logger: riverLogger(o.Logger), Queues: queues, Workers: reg.workers, PeriodicJobs: reg.periodic,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure job runner: %w", err)
@@ -77,7 +77,7 @@ func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 // that enqueue work (`serve`) but do not run it. Use InsertTx to enqueue in
 // the transaction of the change that causes the job.
 func NewInserter(pool *pgxpool.Pool, log *slog.Logger) (*river.Client[pgx.Tx], error) {
-	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: log})
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: riverLogger(log)})
 	if err != nil {
 		return nil, fmt.Errorf("configure job inserter: %w", err)
 	}

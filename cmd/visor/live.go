@@ -54,6 +54,10 @@ func (a *app) startLive(s *server.Server, visible live.VisibleFunc, forget func(
 			stat(func(s live.Stats) int { return s.Streams })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "visor_live_principals", Help: "Distinct principals with a live stream on this replica."},
 			stat(func(s live.Stats) int { return s.Principals })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_notifications_total", Help: "tools/list_changed notifications sent by this replica."},
+			stat(func(s live.Stats) int { return int(s.Notified) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_reconcile_repairs_total", Help: "Tenants the reconciler found changed without an event (lost or late events)."},
+			stat(func(s live.Stats) int { return int(s.Repaired) })),
 	)
 	return hub, nil
 }

@@ -54,6 +54,8 @@ type Hub struct {
 	tenants map[uuid.UUID]*tenant
 	ready   []*tenant // tenants with pending work, not yet taken by a worker
 	stopped bool
+	// counters for Stats
+	notified, repaired int64
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -243,16 +245,19 @@ func (h *Hub) Kick() {
 	}
 }
 
-// Stats counts what the hub holds.
+// Stats counts what the hub holds and what it has done.
 type Stats struct {
 	Tenants, Principals, Streams int
+	// Notified counts list_changed notifications sent; Repaired counts
+	// tenants the reconciler found changed without (or ahead of) an event.
+	Notified, Repaired int64
 }
 
 // Stats returns current counts.
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var s Stats
+	s := Stats{Notified: h.notified, Repaired: h.repaired}
 	for _, t := range h.tenants {
 		s.Tenants++
 		s.Principals += len(t.principals)

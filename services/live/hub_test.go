@@ -201,6 +201,8 @@ func TestReconcilerRepairsALostEvent(t *testing.T) {
 	require.Eventually(t, func() bool { return sa.n.Load() == 1 }, 3*time.Second, 10*time.Millisecond)
 	require.Zero(t, sb.n.Load())
 	require.Zero(t, other.n.Load())
+	require.EqualValues(t, 1, f.hub.Stats().Repaired)
+	require.EqualValues(t, 1, f.hub.Stats().Notified)
 
 	// A later event that skips a lost version recomputes the whole tenant,
 	// not only the agent it names.

@@ -77,6 +77,7 @@ func (h *Hub) recompute(ctx context.Context, t *tenant, pr *principal) error {
 			notify = append(notify, e.s)
 		}
 	}
+	h.notified += int64(len(notify))
 	h.mu.Unlock()
 
 	for _, s := range notify {
@@ -136,6 +137,7 @@ func (h *Hub) Reconcile(ctx context.Context) error {
 			continue
 		}
 		if t.seen != 0 || t.failed {
+			h.repaired++
 			h.log.InfoContext(ctx, "reconcile: tenant policy moved without an event", "tenant", id, "seen", t.seen, "version", v)
 		}
 		t.seen = max(t.seen, v)

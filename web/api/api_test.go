@@ -21,6 +21,7 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
+	"github.com/visorhq/visor/web/server"
 )
 
 const platformToken = "platform-token-0123456789abcdef0123456789"
@@ -46,8 +47,9 @@ func newFixture(t *testing.T, authn func(r *auth.Resolver) echo.MiddlewareFunc) 
 	if authn != nil {
 		mw = authn(resolver)
 	}
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(log)
+	// The real edge: web/server's middleware (body limit 64 KiB here) with
+	// the API's error handler.
+	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
 	api.New(api.Deps{Identity: ids, Authenticate: mw, PlatformToken: platformToken, Logger: log}).Register(e)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -290,7 +292,7 @@ func TestClientMistakesAreFourHundreds(t *testing.T) {
 		{"bad tenant slug", "POST", "/api/v1/tenants", platformToken, `{"slug":"A","name":"x"}`, 400, "invalid_argument"},
 		{"unknown route", "GET", "/api/v1/nothing", f.opKey, "", 404, "not_found"},
 		{"wrong method", "PUT", base + "/keys", f.opKey, `{}`, 405, "not_found"},
-		{"too large", "POST", base + "/agents", f.opKey, `{"name":"` + strings.Repeat("a", 2<<20) + `"}`, 400, "invalid_argument"},
+		{"too large", "POST", base + "/agents", f.opKey, `{"name":"` + strings.Repeat("a", 100<<10) + `"}`, 413, "too_large"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -159,6 +159,7 @@ func TestRedisLossIsRepairedByReconciliation(t *testing.T) {
 	expectChange(t, ada, 10*time.Second, "after Redis returned")
 	t.Logf("notified %s after Redis came back", time.Since(recovered).Round(time.Millisecond))
 	require.Less(t, time.Since(recovered), 5*time.Second)
+	require.GreaterOrEqual(t, metrics(t, b)["visor_live_reconcile_repairs_total"], 1.0, "the repair came from reconciliation, not the bus")
 	require.Contains(t, toolNames(t, b, w.adaKey), "agent_status")
 	expectQuiet(t, bob, 300*time.Millisecond, "bob's set never changed")
 
