@@ -23,17 +23,23 @@ import (
 
 // BenchmarkLivePropagation measures, over 1,000 changes, the time from the
 // response of the committing admin request on replica A to the
-// list_changed arriving on a listen stream held by replica B. The figure is
-// per change; b.N is ignored (run with -benchtime 1x).
+// list_changed arriving on a stream held by replica B: a 2026-07-28 listen
+// stream, then a legacy session's GET stream. The figures are per change;
+// b.N is ignored (run with -benchtime 1x).
 //
 //	go test ./cmd/visor/e2e -run '^$' -bench LivePropagation -benchtime 1x
 func BenchmarkLivePropagation(b *testing.B) {
-	const changes = 1000
 	srv := privateRedis(b)
 	w := newWorld(b)
 	a := startReplica(b, "A", w.dbURL, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m", "VISOR_LOG_LEVEL=error")
 	r := startReplica(b, "B", w.dbURL, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m", "VISOR_LOG_LEVEL=error")
-	l := listenModern(b, r, w.adaKey)
+	b.Run("listen", func(b *testing.B) { propagation(b, w, a, listenModern(b, r, w.adaKey)) })
+	b.Run("legacy-get", func(b *testing.B) { propagation(b, w, a, listenLegacy(b, r, w.adaKey)) })
+}
+
+func propagation(b *testing.B, w *world, a *replica, l *listener) {
+	const changes = 1000
+	defer l.Close()
 	// Warm up connections and caches.
 	for i := range 20 {
 		w.setDenied(b, a, w.ada, deniedFor(i)...)
