@@ -20,6 +20,7 @@ type clientLoader struct {
 	store   credentials.Store
 	urls    auth.URLs
 	fetcher *Fetcher
+	fetches *limiter // document fetches per tenant
 	ttl     time.Duration
 	now     func() time.Time
 }
@@ -44,6 +45,9 @@ func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id s
 	}
 	if err != nil && !fault.Is(err, fault.NotFound) {
 		return c, err
+	}
+	if !l.fetches.allow(ctx, t.ID.String()) {
+		return c, fosite.ErrInvalidClient.WithHint("Too many client metadata documents fetched for this tenant; try again in a minute.")
 	}
 	doc, err := l.fetcher.Fetch(ctx, id)
 	if err != nil {

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -11,13 +12,22 @@ type Limit struct {
 	Per time.Duration
 }
 
-// limiter counts events per key in fixed windows, in this replica's memory.
-// Keys always start with the tenant id.
+// SharedLimiter counts events across replicas (storage/redisx.RateLimiter).
+type SharedLimiter interface {
+	Allow(ctx context.Context, key string, n int, per time.Duration) (bool, error)
+}
+
+// limiter enforces one Limit per key. It counts in the shared limiter when
+// there is one and it answers, and otherwise in this replica's memory, so
+// losing Redis weakens a limit (per replica) but never lifts it. Keys
+// always start with the tenant id.
 type limiter struct {
-	mu    sync.Mutex
-	limit Limit
-	win   map[string]*window
-	now   func() time.Time
+	name   string
+	limit  Limit
+	shared SharedLimiter
+	mu     sync.Mutex
+	win    map[string]*window
+	now    func() time.Time
 }
 
 type window struct {
@@ -25,12 +35,21 @@ type window struct {
 	n     int
 }
 
-func newLimiter(l Limit) *limiter {
-	return &limiter{limit: l, win: map[string]*window{}, now: time.Now}
+func newLimiter(name string, l Limit, shared SharedLimiter) *limiter {
+	return &limiter{name: name, limit: l, shared: shared, win: map[string]*window{}, now: time.Now}
 }
 
 // allow records an event for key and reports whether it is within the limit.
-func (l *limiter) allow(key string) bool {
+func (l *limiter) allow(ctx context.Context, key string) bool {
+	if l.shared != nil {
+		if ok, err := l.shared.Allow(ctx, l.name+"|"+key, l.limit.N, l.limit.Per); err == nil {
+			return ok
+		}
+	}
+	return l.allowLocal(key)
+}
+
+func (l *limiter) allowLocal(key string) bool {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -155,7 +155,7 @@ func (s *Server) login(c echo.Context) error {
 		return s.renderLogin(c, t, http.StatusForbidden, d)
 	}
 	email := strings.ToLower(strings.TrimSpace(d.Email))
-	if !s.loginIP.allow(t.ID.String()+"|"+c.RealIP()) || !s.loginEmail.allow(t.ID.String()+"|"+email) {
+	if !s.loginIP.allow(ctx, t.ID.String()+"|"+c.RealIP()) || !s.loginEmail.allow(ctx, t.ID.String()+"|"+email) {
 		d.Error = "Too many sign-in attempts. Wait a few minutes and try again."
 		return s.renderLogin(c, t, http.StatusTooManyRequests, d)
 	}

@@ -39,7 +39,7 @@ const maxRegistrationBytes = 64 << 10
 func (s *Server) registerClient(c echo.Context) error {
 	ctx := c.Request().Context()
 	t, _ := auth.TenantFrom(ctx)
-	if !s.register.allow(t.ID.String()) {
+	if !s.register.allow(ctx, t.ID.String()) {
 		c.Response().Header().Set("Retry-After", "600")
 		return c.JSON(http.StatusTooManyRequests, oauthError("too_many_requests", "too many client registrations for this tenant; try again later"))
 	}

@@ -133,3 +133,22 @@ func TestDynamicRegistrationRefusals(t *testing.T) {
 	status, _, eb := e.register("globex", map[string]any{"redirect_uris": []string{"http://127.0.0.1:3000/cb", "http://[::1]/cb", "http://localhost/cb"}})
 	require.Equal(t, http.StatusCreated, status, "the limit is per tenant: %v", eb)
 }
+
+func TestMetadataDocumentFetchLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *oauth.Config) { c.FetchLimit = oauth.Limit{N: 1, Per: time.Hour} })
+	redirect := "https://client.example/cb"
+	_, challenge := pkce()
+	b := e.browser()
+	first := e.cimdClient("/clients/one.json", redirect)
+	p := b.get(e.authorizeURL(authz{tenant: "acme", clientID: first, redirect: redirect, state: "lim", challenge: challenge, method: "S256"}))
+	require.Equal(t, http.StatusOK, p.status, "the first document is fetched")
+	p = b.get(e.authorizeURL(authz{tenant: "acme", clientID: first, redirect: redirect, state: "lim", challenge: challenge, method: "S256"}))
+	require.Equal(t, http.StatusOK, p.status, "a cached document needs no fetch")
+	second := e.cimdClient("/clients/two.json", redirect)
+	p = b.get(e.authorizeURL(authz{tenant: "acme", clientID: second, redirect: redirect, state: "lim", challenge: challenge, method: "S256"}))
+	require.Equal(t, http.StatusBadRequest, p.status)
+	require.Contains(t, p.body, "Too many client metadata documents")
+	p = b.get(e.authorizeURL(authz{tenant: "globex", clientID: second, redirect: redirect, state: "lim", challenge: challenge, method: "S256"}))
+	require.Equal(t, http.StatusOK, p.status, "the limit is per tenant")
+}

@@ -37,6 +37,10 @@ type Config struct {
 	MetadataTTL   time.Duration // how long a fetched document is trusted [1h]
 	LoginLimit    Limit         // sign-in attempts per tenant and address, and per tenant and email [10 per 5m]
 	RegisterLimit Limit         // dynamic registrations per tenant [20 per hour]
+	FetchLimit    Limit         // metadata document fetches per tenant [60 per minute]
+	// Limiter shares rate limit counts between replicas (Redis); nil
+	// counts in each replica's memory.
+	Limiter SharedLimiter
 }
 
 func (c *Config) defaults() {
@@ -52,6 +56,9 @@ func (c *Config) defaults() {
 	def(&c.MetadataTTL, time.Hour)
 	if c.LoginLimit.N == 0 {
 		c.LoginLimit = Limit{N: 10, Per: 5 * time.Minute}
+	}
+	if c.FetchLimit.N == 0 {
+		c.FetchLimit = Limit{N: 60, Per: time.Minute}
 	}
 	if c.RegisterLimit.N == 0 {
 		c.RegisterLimit = Limit{N: 20, Per: time.Hour}
@@ -89,10 +96,12 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 	}
 	urls := auth.NewURLs(cfg.BaseURL)
 	s := &Server{cfg: cfg, urls: urls, store: store, identity: ids, log: log, now: time.Now,
-		loginIP: newLimiter(cfg.LoginLimit), loginEmail: newLimiter(cfg.LoginLimit), register: newLimiter(cfg.RegisterLimit)}
+		loginIP: newLimiter("login-ip", cfg.LoginLimit, cfg.Limiter), loginEmail: newLimiter("login-email", cfg.LoginLimit, cfg.Limiter),
+		register: newLimiter("register", cfg.RegisterLimit, cfg.Limiter)}
 	csrf := sha256.Sum256(append([]byte("visor csrf\x00"), secret...))
 	s.csrfKey = csrf[:]
-	s.clients = &clientLoader{store: store, urls: urls, fetcher: NewFetcher(cfg.Fetcher), ttl: cfg.MetadataTTL, now: time.Now}
+	s.clients = &clientLoader{store: store, urls: urls, fetcher: NewFetcher(cfg.Fetcher), ttl: cfg.MetadataTTL, now: time.Now,
+		fetches: newLimiter("cimd-fetch", cfg.FetchLimit, cfg.Limiter)}
 	fc := &fosite.Config{
 		AccessTokenLifespan:            cfg.AccessTokenTTL,
 		RefreshTokenLifespan:           cfg.RefreshTokenTTL,

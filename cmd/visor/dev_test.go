@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +25,8 @@ import (
 func TestDevFromNothing(t *testing.T) {
 	t.Parallel()
 	needRedis(t)
-	vars := testEnv(t, emptyDatabase(t))
+	dbURL := emptyDatabase(t)
+	vars := testEnv(t, dbURL)
 	out := filepath.Join(t.TempDir(), "dev.json")
 
 	r := startCmd(t, vars, "dev", "--json", out)
@@ -48,6 +51,9 @@ func TestDevFromNothing(t *testing.T) {
 	require.Equal(t, 403, code)
 	// The owner's password signs in, and the session works on the admin API.
 	signInAndUseAdminAPI(t, r.base, creds["owner_email"], creds["owner_password"])
+	// The in-process worker runs jobs: the key prune runs on start.
+	require.Eventually(t, func() bool { return jobCompleted(t, dbURL, "prune_keys") }, 30*time.Second, 200*time.Millisecond,
+		"the dev worker never completed a prune_keys job")
 	require.NoError(t, r.stop())
 
 	// Again: same database, same dev dir. Nothing is duplicated and the
@@ -129,4 +135,14 @@ func signInAndUseAdminAPI(t *testing.T, base, email, password string) {
 	body, _ = io.ReadAll(res.Body)
 	res.Body.Close()
 	require.Equal(t, 201, res.StatusCode, string(body))
+}
+
+func jobCompleted(t *testing.T, dbURL, kind string) bool {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	var n int
+	require.NoError(t, c.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'completed'`, kind).Scan(&n))
+	return n > 0
 }

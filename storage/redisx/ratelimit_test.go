@@ -1,0 +1,36 @@
+package redisx_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/storage/redisx"
+	"github.com/visorhq/visor/storage/redisx/redistest"
+)
+
+func TestRateLimiterIsShared(t *testing.T) {
+	t.Parallel()
+	c := redistest.New(t)
+	prefix := redistest.Prefix(t)
+	a := redisx.NewRateLimiter(c.Client, prefix) // two replicas
+	b := redisx.NewRateLimiter(c.Client, prefix)
+	ctx := context.Background()
+	for i := range 4 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		ok, err := l.Allow(ctx, "tenant-1|alice@acme.test", 4, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok, "event %d", i)
+	}
+	ok, err := b.Allow(ctx, "tenant-1|alice@acme.test", 4, time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "the fifth event, counted across both replicas")
+	ok, err = a.Allow(ctx, "tenant-2|alice@acme.test", 4, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "another key has its own count")
+}
