@@ -27,7 +27,7 @@ func TestPagesMatchGolden(t *testing.T) {
 			"/t/acme/login", "csrf-token", "/t/acme/oauth/authorize?x=1&y=2", `"><script>alert(1)</script>`, "Wrong email or password."}},
 		"consent.html": {Title: "Allow access", Tenant: "Acme", Data: struct {
 			ClientName, ClientID, RedirectHost, MemberEmail, Action, CSRF string
-			Scopes                                                         []scope
+			Scopes                                                        []scope
 		}{"Evil <b>Client</b>", "https://client.example/meta.json", "127.0.0.1:9999", "alice@acme.test",
 			"/t/acme/oauth/authorize?client_id=x&state=y", "csrf-token",
 			[]scope{{"tools:read", "see the tools"}, {"tools:write", "change things"}}}},
