@@ -23,6 +23,10 @@ func errInvalidTarget() *fosite.RFC6749Error {
 		DescriptionField: "The requested resource is not this tenant's MCP endpoint."}
 }
 
+// sameResource reports whether a resource parameter names the tenant's MCP
+// endpoint: exactly, or with the trailing slash some clients add.
+func sameResource(got, canonical string) bool { return got == canonical || got == canonical+"/" }
+
 // issWriter adds the RFC 9207 iss parameter to every redirect back to the
 // client, successes and errors alike. With dropState it removes the
 // placeholder state of a request that sent none.
@@ -165,7 +169,7 @@ func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, for
 func (s *Server) checkAuthorizeParams(t identity.Tenant, ar fosite.AuthorizeRequester) error {
 	form := ar.GetRequestForm()
 	for _, r := range form["resource"] {
-		if r != s.urls.Resource(t.Slug) {
+		if !sameResource(r, s.urls.Resource(t.Slug)) {
 			return errInvalidTarget()
 		}
 	}

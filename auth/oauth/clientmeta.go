@@ -110,30 +110,25 @@ func (m ClientMetadata) toClient(kind credentials.ClientKind) (credentials.Clien
 	default:
 		return c, fault.New(fault.Invalid, "token_endpoint_auth_method %q is not supported", clip(c.AuthMethod))
 	}
-	scopes, err := parseScopes(m.Scope)
-	if err != nil {
-		return c, err
-	}
-	c.Scopes = scopes
+	// Unknown scopes are dropped rather than refused (RFC 7591 §3.2.1 lets
+	// the server register less than asked): clients ask for their own
+	// names, and the registration answer says what was registered.
+	c.Scopes = knownScopes(m.Scope)
 	if len(c.Scopes) == 0 {
 		c.Scopes = slices.Clone(identity.AllScopes)
 	}
 	return c, nil
 }
 
-// parseScopes splits a space-separated scope string, refusing unknown
-// scopes.
-func parseScopes(s string) ([]string, error) {
+// knownScopes returns the known scopes of a space-separated scope string.
+func knownScopes(s string) []string {
 	var out []string
 	for _, sc := range strings.Fields(s) {
-		if !identity.KnownScope(sc) {
-			return nil, fault.New(fault.Invalid, "unknown scope %q; known scopes: %s", clip(sc), strings.Join(identity.AllScopes, " "))
-		}
-		if !slices.Contains(out, sc) {
+		if identity.KnownScope(sc) && !slices.Contains(out, sc) {
 			out = append(out, sc)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // IsMetadataURL reports whether a client_id names a Client ID Metadata

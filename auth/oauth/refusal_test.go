@@ -237,6 +237,10 @@ func TestResourceIndicators(t *testing.T) {
 	require.Equal(t, "invalid_target", bad.Error)
 	status, _ = e.refresh("acme", clientID, tr.RefreshToken) // still fine: the bad request used nothing
 	require.Equal(t, http.StatusOK, status)
+	// The canonical URL with a trailing slash names the same resource.
+	q = callback(t, b.get(e.authorizeURL(authz{tenant: "acme", clientID: clientID, redirect: redirect, scope: "tools:read",
+		state: "res-state", challenge: challenge, method: "S256", resource: e.base + "/t/acme/mcp/"})), redirect)
+	require.NotEmpty(t, q.Get("code"))
 }
 
 func TestRefreshRotationAndReuse(t *testing.T) {

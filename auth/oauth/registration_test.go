@@ -120,15 +120,18 @@ func TestDynamicRegistrationRefusals(t *testing.T) {
 		"custom scheme":   {map[string]any{"redirect_uris": []string{"javascript:alert(1)"}}, "invalid_redirect_uri"},
 		"no redirect":     {map[string]any{"redirect_uris": []string{}}, "invalid_redirect_uri"},
 		"implicit grant":  {map[string]any{"redirect_uris": []string{"https://c.example/cb"}, "grant_types": []string{"implicit"}}, "invalid_client_metadata"},
-		"unknown scope":   {map[string]any{"redirect_uris": []string{"https://c.example/cb"}, "scope": "root"}, "invalid_client_metadata"},
 		"private_key_jwt": {map[string]any{"redirect_uris": []string{"https://c.example/cb"}, "token_endpoint_auth_method": "private_key_jwt"}, "invalid_client_metadata"},
 	} {
 		status, _, eb := e.register("acme", tc.meta)
 		require.Equal(t, http.StatusBadRequest, status, name)
 		require.Equal(t, tc.code, eb["error"], name)
 	}
+	// Unknown scopes are dropped, not refused.
+	status, rr, _ := e.register("acme", map[string]any{"redirect_uris": []string{"https://c.example/cb"}, "scope": "root tools:read"})
+	require.Equal(t, http.StatusCreated, status)
+	require.Equal(t, "tools:read", rr.Scope)
 	// Loopback http is fine. The limit counts every attempt per tenant.
-	status, _, _ := e.register("acme", map[string]any{"redirect_uris": []string{"http://127.0.0.1:3000/cb"}})
+	status, _, _ = e.register("acme", map[string]any{"redirect_uris": []string{"http://127.0.0.1:3000/cb"}})
 	require.Equal(t, http.StatusTooManyRequests, status, "the 8th registration at acme exceeds the limit of 7")
 	status, _, eb := e.register("globex", map[string]any{"redirect_uris": []string{"http://127.0.0.1:3000/cb", "http://[::1]/cb", "http://localhost/cb"}})
 	require.Equal(t, http.StatusCreated, status, "the limit is per tenant: %v", eb)

@@ -21,7 +21,7 @@ func (s *Server) token(c echo.Context) error {
 	sess := &Session{}
 	if err := req.ParseForm(); err == nil {
 		for _, r := range req.PostForm["resource"] {
-			if r != s.urls.Resource(t.Slug) {
+			if !sameResource(r, s.urls.Resource(t.Slug)) {
 				s.provider.WriteAccessError(ctx, w, nil, errInvalidTarget())
 				return nil
 			}

@@ -26,6 +26,7 @@ type Config struct {
 	AdminToken        string        // VISOR_ADMIN_TOKEN: platform admin bearer token; empty disables
 	WorkerConcurrency int           // VISOR_WORKER_CONCURRENCY
 	DevDir            string        // VISOR_DEV_DIR: where `visor dev` keeps its credentials
+	WorkerHTTPAddr    string        // VISOR_WORKER_HTTP_ADDR: health and metrics of `visor worker`; empty disables
 	OTLPEndpoint      string        // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
 	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
 	OAuth             OAuthConfig   // VISOR_OAUTH_* (see oauth.go)
@@ -49,6 +50,7 @@ var envVars = []envVar{
 	{"VISOR_ADMIN_TOKEN", "", "platform admin token for creating tenants over the API (32+ characters); empty disables"},
 	{"VISOR_WORKER_CONCURRENCY", "10", "jobs one worker process runs at once"},
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
+	{"VISOR_WORKER_HTTP_ADDR", "", "listen address for `visor worker`'s /healthz, /readyz and /metrics, e.g. :9090; empty disables"},
 	{"VISOR_LIVE_RECONCILE_EVERY", "2s", "how often each replica compares its live streams' tenants with Postgres (repairs lost change events)"},
 	{"VISOR_OAUTH_HMAC_SECRET", "", "secret (32+ characters) signing OAuth codes and tokens; empty: one is generated once and kept in Postgres"},
 	{"VISOR_OAUTH_ACCESS_TOKEN_TTL", "1h", "lifetime of OAuth access tokens"},
@@ -82,7 +84,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL: get("VISOR_DATABASE_URL"), RedisURL: get("VISOR_REDIS_URL"), HTTPAddr: get("VISOR_HTTP_ADDR"),
 		BaseURL: strings.TrimRight(get("VISOR_BASE_URL"), "/"), LogFormat: get("VISOR_LOG_FORMAT"),
-		AdminToken: get("VISOR_ADMIN_TOKEN"), DevDir: get("VISOR_DEV_DIR"), OTLPEndpoint: get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+		AdminToken: get("VISOR_ADMIN_TOKEN"), DevDir: get("VISOR_DEV_DIR"), WorkerHTTPAddr: get("VISOR_WORKER_HTTP_ADDR"), OTLPEndpoint: get("OTEL_EXPORTER_OTLP_ENDPOINT"),
 	}
 	if err := checkURL(c.DatabaseURL, "postgres", "postgresql"); err != nil {
 		bad("VISOR_DATABASE_URL", "%v; want postgres://user:password@host:5432/dbname", err)
@@ -94,6 +96,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		bad("VISOR_HTTP_ADDR", "%q is not host:port; want something like :8080 or 127.0.0.1:8080", c.HTTPAddr)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		bad("VISOR_HTTP_ADDR", "port %q must be a number 0-65535", port)
+	}
+	if c.WorkerHTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.WorkerHTTPAddr); err != nil {
+			bad("VISOR_WORKER_HTTP_ADDR", "%q is not host:port; want something like :9090", c.WorkerHTTPAddr)
+		}
 	}
 	if c.BaseURL != "" {
 		if err := checkURL(c.BaseURL, "http", "https"); err != nil {

@@ -36,6 +36,7 @@ func TestConfigProblemsAreOneLineEach(t *testing.T) {
 		"VISOR_SHUTDOWN_TIMEOUT":      "-1s",
 		"VISOR_ADMIN_TOKEN":           "short",
 		"VISOR_WORKER_CONCURRENCY":    "0",
+		"VISOR_WORKER_HTTP_ADDR":      "9090",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318",
 	}
 	_, err := LoadConfig(func(k string) string { return bad[k] })

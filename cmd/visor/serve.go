@@ -54,11 +54,7 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 
 	s := server.New(server.Options{
 		Addr: cfg.HTTPAddr, Logger: log, BodyLimit: cfg.BodyLimit, ShutdownTimeout: cfg.ShutdownTimeout,
-		TracerProvider: tp, ErrorHandler: a.errorHandler(),
-		Checks: []server.Check{
-			{Name: "postgres", Fn: func(ctx context.Context) error { return a.db.Pool.Ping(ctx) }},
-			{Name: "redis", Fn: a.rdb.Ping},
-		},
+		TracerProvider: tp, ErrorHandler: a.errorHandler(), Checks: a.checks(),
 	})
 	if err := s.Listen(); err != nil {
 		return err
@@ -101,5 +97,13 @@ func flushTraces(flush func(context.Context) error, log *slog.Logger) {
 	defer cancel()
 	if err := flush(ctx); err != nil {
 		log.Warn("flush traces", "err", err)
+	}
+}
+
+// checks are the readiness probes: Postgres and Redis answer.
+func (a *app) checks() []server.Check {
+	return []server.Check{
+		{Name: "postgres", Fn: func(ctx context.Context) error { return a.db.Pool.Ping(ctx) }},
+		{Name: "redis", Fn: a.rdb.Ping},
 	}
 }

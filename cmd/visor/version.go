@@ -7,8 +7,13 @@ import (
 	"runtime/debug"
 )
 
-// version is set at link time: -ldflags "-X main.version=v1.2.3".
-var version = "dev"
+// version and commit are set at link time:
+// -ldflags "-X main.version=v1.2.3 -X main.commit=abc123". Without them the
+// commit comes from the build's VCS stamp, when there is one.
+var (
+	version = "dev"
+	commit  = ""
+)
 
 func versionCommand() command {
 	return command{
@@ -25,11 +30,14 @@ func versionCommand() command {
 }
 
 func versionString() string {
-	rev, goVersion := "unknown", "unknown"
+	rev, goVersion := commit, "unknown"
+	if rev == "" {
+		rev = "unknown"
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		goVersion = bi.GoVersion
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 && commit == "" {
 				rev = s.Value[:12]
 			}
 		}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 
+	"github.com/visorhq/visor/web/server"
 	"github.com/visorhq/visor/worker"
 )
 
@@ -14,7 +16,8 @@ func workerCommand() command {
 responsibility wake-ups, grant expiry and cleanup. On SIGTERM or SIGINT it stops
 fetching and lets running jobs finish for up to VISOR_SHUTDOWN_TIMEOUT, then
 cancels them. Needs Postgres and Redis and a current schema. Run as many
-replicas as you like; periodic jobs run on one elected leader.`,
+replicas as you like; periodic jobs run on one elected leader. With
+VISOR_WORKER_HTTP_ADDR set it also serves /healthz, /readyz and /metrics.`,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := parse(fs, args); err != nil {
 				return err
@@ -38,12 +41,28 @@ replicas as you like; periodic jobs run on one elected leader.`,
 			if err != nil {
 				return err
 			}
+			var probes *server.Server
+			if cfg.WorkerHTTPAddr != "" {
+				probes = server.New(server.Options{Addr: cfg.WorkerHTTPAddr, Logger: log, ShutdownTimeout: cfg.ShutdownTimeout,
+					ErrorHandler: a.errorHandler(), Checks: a.checks()})
+				if err := probes.Listen(); err != nil {
+					return fmt.Errorf("%w (VISOR_WORKER_HTTP_ADDR)", err)
+				}
+				if e.listening != nil {
+					e.listening(probes.Addr())
+				}
+			}
 			if err := r.Start(ctx); err != nil {
 				return err
 			}
-			<-ctx.Done()
+			var err2 error
+			if probes != nil {
+				err2 = probes.Serve(ctx) // until ctx ends
+			} else {
+				<-ctx.Done()
+			}
 			stopRunner(r, cfg, log)
-			return nil
+			return err2
 		},
 	}
 }
