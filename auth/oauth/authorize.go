@@ -70,6 +70,12 @@ func (s *Server) authorize(c echo.Context) error {
 	if err := req.ParseForm(); err != nil {
 		return s.errorPage(c, t, http.StatusBadRequest, "Bad request", "The authorization request could not be read.")
 	}
+	if req.Form.Has("scope") {
+		// Scopes Visor does not know (offline_access, a client's own names)
+		// are ignored rather than refused (RFC 6749 §3.3); refresh tokens
+		// are issued anyway.
+		req.Form.Set("scope", strings.Join(knownScopes(req.Form.Get("scope")), " "))
+	}
 	if req.Form.Get("state") == "" {
 		req.Form.Set("state", noState)
 		w.dropState = true

@@ -77,6 +77,11 @@ func TestFlowWithDynamicRegistration(t *testing.T) {
 	status, _, _ = e.call("globex", tr2.AccessToken)
 	require.Equal(t, http.StatusUnauthorized, status)
 
+	// Unknown scopes such as offline_access are ignored, not refused.
+	tr4 := e.grant(b, "acme", clientID, redirect, "tools:read offline_access", "alice@acme.test")
+	require.Equal(t, "tools:read", tr4.Scope)
+	require.NotEmpty(t, tr4.RefreshToken)
+
 	// A pre-registered client (what the admin API creates) goes the same way.
 	pre, _, err := e.server.CreateClient(context.Background(), e.a.ID, credentials.ClientPreregistered,
 		oauth.ClientMetadata{ClientName: "Pre", RedirectURIs: []string{redirect}})
