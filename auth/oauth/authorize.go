@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -149,11 +150,11 @@ func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, for
 	c, err := s.clients.load(ctx, t, id)
 	if err != nil {
 		var re *fosite.RFC6749Error
-		if fe, ok := err.(*fosite.RFC6749Error); ok {
-			re = fe
-		}
-		if re != nil && re.HintField != "" {
+		if errors.As(err, &re) && re.HintField != "" {
 			return "This application is not known to " + t.Name + ". " + re.HintField
+		}
+		if !errors.As(err, &re) {
+			s.log.ErrorContext(ctx, "load client", "tenant", t.ID, "err", err)
 		}
 		return "This application is not known to " + t.Name + "."
 	}
