@@ -48,6 +48,13 @@ func TestOAuthAgainstRealEndpoint(t *testing.T) {
 		Resource             string   `json:"resource"`
 		AuthorizationServers []string `json:"authorization_servers"`
 	}
+	pre, _ := http.NewRequest(http.MethodOptions, m[1], nil)
+	pre.Header.Set("Origin", "http://localhost:6274")
+	pre.Header.Set("Access-Control-Request-Method", "GET")
+	pres, err := http.DefaultClient.Do(pre)
+	require.NoError(t, err)
+	pres.Body.Close()
+	require.Equal(t, "*", pres.Header.Get("Access-Control-Allow-Origin"), "browser clients can read the metadata")
 	oauthGetJSON(t, m[1], &prm)
 	require.Equal(t, r.base+"/t/acme/mcp", prm.Resource)
 	var md struct {
