@@ -25,7 +25,7 @@ func TestParseKeyTokenRefusesMalformed(t *testing.T) {
 	for _, tok := range []string{
 		"", "vsk_", "vsr_" + good[4:], good[:len(good)-1], good + "x",
 		"vsk_" + strings.Repeat("z", 32) + good[36:], // id is not hex
-		strings.Replace(good, "_", "-", 2),             // separator missing
+		strings.Replace(good, "_", "-", 2),           // separator missing
 	} {
 		if _, _, ok := ParseKeyToken(tok); ok {
 			t.Errorf("ParseKeyToken(%q) accepted a malformed token", tok)
