@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -68,6 +69,12 @@ func (s *Server) authorize(c echo.Context) error {
 	w := &issWriter{ResponseWriter: c.Response(), iss: s.urls.Issuer(t.Slug)}
 	if err := req.ParseForm(); err != nil {
 		return s.errorPage(c, t, http.StatusBadRequest, "Bad request", "The authorization request could not be read.")
+	}
+	if req.Form.Has("scope") {
+		// Scopes Visor does not know (offline_access, a client's own names)
+		// are ignored rather than refused (RFC 6749 §3.3); refresh tokens
+		// are issued anyway.
+		req.Form.Set("scope", strings.Join(knownScopes(req.Form.Get("scope")), " "))
 	}
 	if req.Form.Get("state") == "" {
 		req.Form.Set("state", noState)
@@ -149,11 +156,11 @@ func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, for
 	c, err := s.clients.load(ctx, t, id)
 	if err != nil {
 		var re *fosite.RFC6749Error
-		if fe, ok := err.(*fosite.RFC6749Error); ok {
-			re = fe
-		}
-		if re != nil && re.HintField != "" {
+		if errors.As(err, &re) && re.HintField != "" {
 			return "This application is not known to " + t.Name + ". " + re.HintField
+		}
+		if !errors.As(err, &re) {
+			s.log.ErrorContext(ctx, "load client", "tenant", t.ID, "err", err)
 		}
 		return "This application is not known to " + t.Name + "."
 	}

@@ -50,6 +50,9 @@ func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id s
 		return c, fosite.ErrInvalidClient.WithHint("Too many client metadata documents fetched for this tenant; try again in a minute.")
 	}
 	doc, err := l.fetcher.Fetch(ctx, id)
+	if fault.Is(err, fault.Unavailable) && c.FetchedAt != nil && l.now().Sub(*c.FetchedAt) < staleLimit {
+		return c, nil // the host is unreachable: keep using what it last said, for a while
+	}
 	if err != nil {
 		return c, fosite.ErrInvalidClient.WithHintf("The client metadata document could not be used: %s", fault.Message(err)).WithWrap(err)
 	}
@@ -60,6 +63,11 @@ func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id s
 	}
 	return doc, nil
 }
+
+// staleLimit is how long a cached metadata document keeps serving while its
+// host cannot be reached. A document that is fetched but invalid, or gone
+// (404), is never replaced by the cached copy.
+const staleLimit = 24 * time.Hour
 
 // fositeClient presents c to fosite. Every client of a tenant may only
 // obtain tokens for that tenant's MCP endpoint.

@@ -44,6 +44,20 @@ func TestMetadataEverywhereClientsLook(t *testing.T) {
 		require.Equal(t, []string{e.base + "/t/acme"}, prm.AuthorizationServers)
 		require.Equal(t, []string{"header"}, prm.BearerMethodsSupported)
 	}
+	// Browser-based clients (the MCP Inspector) preflight discovery.
+	for _, p := range []string{"/.well-known/oauth-protected-resource/t/acme/mcp", "/.well-known/oauth-authorization-server/t/acme",
+		"/t/acme/oauth/token", "/t/acme/oauth/register"} {
+		req, _ := http.NewRequest(http.MethodOptions, e.base+p, nil)
+		req.Header.Set("Origin", "http://localhost:6274")
+		req.Header.Set("Access-Control-Request-Method", "GET")
+		req.Header.Set("Access-Control-Request-Headers", "mcp-protocol-version")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusNoContent, res.StatusCode, p)
+		require.Equal(t, "*", res.Header.Get("Access-Control-Allow-Origin"), p)
+		require.Contains(t, res.Header.Get("Access-Control-Allow-Headers"), "MCP-Protocol-Version", p)
+	}
 	var prm oauth.ResourceMetadata
 	require.Equal(t, http.StatusNotFound, getJSON(t, e.base+"/.well-known/oauth-protected-resource", &prm), "two tenants: the root cannot choose")
 	require.Equal(t, http.StatusNotFound, getJSON(t, e.base+"/.well-known/oauth-authorization-server/t/nosuch", &prm))

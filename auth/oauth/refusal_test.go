@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/services/credentials"
 )
 
 // register performs RFC 7591 registration and returns the status and body.
@@ -74,6 +76,20 @@ func TestFlowWithDynamicRegistration(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	status, _, _ = e.call("globex", tr2.AccessToken)
 	require.Equal(t, http.StatusUnauthorized, status)
+
+	// Unknown scopes such as offline_access are ignored, not refused.
+	tr4 := e.grant(b, "acme", clientID, redirect, "tools:read offline_access", "alice@acme.test")
+	require.Equal(t, "tools:read", tr4.Scope)
+	require.NotEmpty(t, tr4.RefreshToken)
+
+	// A pre-registered client (what the admin API creates) goes the same way.
+	pre, _, err := e.server.CreateClient(context.Background(), e.a.ID, credentials.ClientPreregistered,
+		oauth.ClientMetadata{ClientName: "Pre", RedirectURIs: []string{redirect}})
+	require.NoError(t, err)
+	tr3 := e.grant(b, "acme", pre.ID, redirect, "tools:read", "alice@acme.test")
+	status, p, _ = e.call("acme", tr3.AccessToken)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, pre.ID, p.ClientID)
 }
 
 func TestConsentRememberedAndDeny(t *testing.T) {

@@ -58,8 +58,13 @@ func TestMetadataDocumentIsCached(t *testing.T) {
 	e.docMu.Lock()
 	delete(e.doc, "/clients/cached.json") // the host goes away
 	e.docMu.Unlock()
-	status, _ := e.refresh("acme", id, tr.RefreshToken)
+	status, tr2 := e.refresh("acme", id, tr.RefreshToken)
 	require.Equal(t, http.StatusOK, status, "the cached document serves the token endpoint")
+	// Once stale, a document that is gone (404) is not replaced by the cache.
+	_, err := e.db.Pool.Exec(context.Background(), `UPDATE oauth_clients SET fetched_at = now() - interval '2 hours' WHERE id = $1`, id)
+	require.NoError(t, err)
+	status, _ = e.refresh("acme", id, tr2.RefreshToken)
+	require.Equal(t, http.StatusUnauthorized, status, "invalid_client")
 	// Another tenant has its own cache: it must fetch, and now cannot.
 	_, challenge := pkce()
 	p := e.browser().get(e.authorizeURL(authz{tenant: "globex", clientID: id, redirect: redirect, state: "cimd-state",
@@ -154,4 +159,24 @@ func TestMetadataDocumentFetchLimit(t *testing.T) {
 	require.Contains(t, p.body, "Too many client metadata documents")
 	p = b.get(e.authorizeURL(authz{tenant: "globex", clientID: second, redirect: redirect, state: "lim", challenge: challenge, method: "S256"}))
 	require.Equal(t, http.StatusOK, p.status, "the limit is per tenant")
+}
+
+// TestMetadataDocumentHostDown shows a stale cached document keeps serving
+// (for a day) while its host is unreachable.
+func TestMetadataDocumentHostDown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	redirect := "https://client.example/cb"
+	id := e.cimdClient("/clients/flaky.json", redirect)
+	tr := e.grant(e.browser(), "acme", id, redirect, "tools:read", "alice@acme.test")
+	e.docs.Close()
+	ctx := context.Background()
+	_, err := e.db.Pool.Exec(ctx, `UPDATE oauth_clients SET fetched_at = now() - interval '2 hours' WHERE id = $1`, id)
+	require.NoError(t, err)
+	status, tr2 := e.refresh("acme", id, tr.RefreshToken)
+	require.Equal(t, http.StatusOK, status)
+	_, err = e.db.Pool.Exec(ctx, `UPDATE oauth_clients SET fetched_at = now() - interval '25 hours' WHERE id = $1`, id)
+	require.NoError(t, err)
+	status, _ = e.refresh("acme", id, tr2.RefreshToken)
+	require.Equal(t, http.StatusUnauthorized, status)
 }

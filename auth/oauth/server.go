@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -140,12 +141,15 @@ func (s *Server) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	for _, p := range []string{"/.well-known/oauth-authorization-server/t/:tenant", "/.well-known/openid-configuration/t/:tenant",
 		"/t/:tenant/.well-known/oauth-authorization-server", "/t/:tenant/.well-known/openid-configuration"} {
 		e.GET(p, s.serverMetadata, tenant, cors)
+		e.OPTIONS(p, preflight, cors)
 	}
 	for _, p := range []string{"/.well-known/oauth-protected-resource/t/:tenant/mcp", "/.well-known/oauth-protected-resource/t/:tenant",
 		"/t/:tenant/.well-known/oauth-protected-resource", "/t/:tenant/mcp/.well-known/oauth-protected-resource"} {
 		e.GET(p, s.resourceMetadata, tenant, cors)
+		e.OPTIONS(p, preflight, cors)
 	}
 	e.GET("/.well-known/oauth-protected-resource", s.rootResourceMetadata, cors)
+	e.OPTIONS("/.well-known/oauth-protected-resource", preflight, cors)
 	g := e.Group("/t/:tenant", tenant)
 	g.GET("/oauth/authorize", s.authorize)
 	g.POST("/oauth/authorize", s.authorize)
@@ -156,9 +160,11 @@ func (s *Server) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	g.POST("/login", s.login)
 	g.POST("/logout", s.logout)
 	for _, p := range []string{"/oauth/token", "/oauth/revoke", "/oauth/register"} {
-		g.OPTIONS(p, func(c echo.Context) error { return c.NoContent(204) }, cors)
+		g.OPTIONS(p, preflight, cors)
 	}
 }
+
+func preflight(c echo.Context) error { return c.NoContent(http.StatusNoContent) }
 
 // cors lets browser-based MCP clients read metadata and call the token,
 // revocation and registration endpoints. None of them uses cookies.

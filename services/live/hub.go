@@ -167,9 +167,10 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 	pr.streams[e] = struct{}{}
 	t.streams++
 	e.set = pr.last
+	known := e.set != toolSet{}
 	h.mu.Unlock()
 
-	if e.set == (toolSet{}) {
+	if !known {
 		names, err := h.cfg.Visible(ctx, p)
 		if err != nil {
 			// The set stays unknown: the next reconcile recomputes the

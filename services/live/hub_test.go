@@ -264,3 +264,41 @@ func TestHubRetriesAStreamWhoseSetCouldNotBeComputed(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	require.EqualValues(t, 1, s.n.Load(), "and only once")
 }
+
+// TestHubOpenAndCloseRaceWithEvents exercises streams opening and closing
+// while events are recomputed; run it with -race.
+func TestHubOpenAndCloseRaceWithEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 20*time.Millisecond)
+	agents := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	for _, a := range agents {
+		f.pol.set(a, "a")
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s := &fakeStream{p: identity.Principal{TenantID: f.ta, Kind: identity.KindEmployee, AgentID: agents[(g+i)%len(agents)]}}
+				closeStream := f.hub.Open(context.Background(), s)
+				if i%3 == 0 {
+					f.hub.Stats()
+				}
+				closeStream()
+			}
+		})
+	}
+	for i := range 100 {
+		f.pol.set(agents[i%len(agents)], "a", "b"[:i%2])
+		f.hub.Handle(changes.Event{TenantID: f.ta, Kind: changes.AgentChanged, AgentID: agents[i%len(agents)], Version: int64(i + 2)})
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	require.Eventually(t, func() bool { return f.hub.Stats().Streams == 0 && f.hub.Stats().Tenants == 0 }, 2*time.Second, 10*time.Millisecond)
+}

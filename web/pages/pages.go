@@ -32,7 +32,7 @@ type Page struct {
 func Render(w http.ResponseWriter, status int, name string, p Page, formTargets ...string) error {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	p.Nonce = base64.StdEncoding.EncodeToString(b[:])
+	p.Nonce = base64.RawURLEncoding.EncodeToString(b[:])
 	var buf bytes.Buffer
 	if err := tmpl.ExecuteTemplate(&buf, name, p); err != nil {
 		return err

@@ -38,7 +38,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	visorBin = filepath.Join(dir, "visor")
-	build := exec.Command("go", "build", "-o", visorBin, "github.com/visorhq/visor/cmd/visor")
+	args := []string{"build", "-o", visorBin}
+	if os.Getenv("VISOR_E2E_RACE") == "1" {
+		args = append(args, "-race") // replicas then fail their test on a data race
+	}
+	build := exec.Command("go", append(args, "github.com/visorhq/visor/cmd/visor")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build visor:", err)
@@ -104,6 +108,9 @@ func startReplica(t testing.TB, name, dbURL, redisURL string, env ...string) *re
 		case <-time.After(5 * time.Second):
 			_ = r.cmd.Process.Kill()
 			<-done
+		}
+		if strings.Contains(r.log.String(), "WARNING: DATA RACE") {
+			t.Errorf("replica %s reported a data race", r.name)
 		}
 		if t.Failed() {
 			t.Logf("--- replica %s log:\n%s", r.name, r.log.String())

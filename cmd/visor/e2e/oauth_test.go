@@ -6,11 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -43,6 +48,13 @@ func TestOAuthAgainstRealEndpoint(t *testing.T) {
 		Resource             string   `json:"resource"`
 		AuthorizationServers []string `json:"authorization_servers"`
 	}
+	pre, _ := http.NewRequest(http.MethodOptions, m[1], nil)
+	pre.Header.Set("Origin", "http://localhost:6274")
+	pre.Header.Set("Access-Control-Request-Method", "GET")
+	pres, err := http.DefaultClient.Do(pre)
+	require.NoError(t, err)
+	pres.Body.Close()
+	require.Equal(t, "*", pres.Header.Get("Access-Control-Allow-Origin"), "browser clients can read the metadata")
 	oauthGetJSON(t, m[1], &prm)
 	require.Equal(t, r.base+"/t/acme/mcp", prm.Resource)
 	var md struct {
@@ -66,32 +78,7 @@ func TestOAuthAgainstRealEndpoint(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusCreated, res.StatusCode)
 
-	// Authorize: sign in, consent.
-	jar, _ := cookiejar.New(nil)
-	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	verifier := strings.Repeat("e2e-verifier-", 5)
-	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {redirect}, "scope": {"tools:read"},
-		"state": {"e2e-state"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
-		"resource": {prm.Resource}}
-	status, _, page := oauthDo(t, b, http.MethodGet, md.AuthorizationEndpoint+"?"+q.Encode(), nil, r.base)
-	require.Equal(t, http.StatusOK, status)
-	status, h, _ := oauthDo(t, b, http.MethodPost, r.base+"/t/acme/login", url.Values{"csrf_token": {oauthField(t, "csrf_token", page)},
-		"return_to": {oauthField(t, "return_to", page)}, "email": {"owner@acme.test"}, "password": {"correct horse battery"}}, r.base)
-	require.Equal(t, http.StatusSeeOther, status)
-	_, _, page = oauthDo(t, b, http.MethodGet, r.base+h.Get("Location"), nil, r.base)
-	require.Contains(t, page, "Allow E2E to use Acme")
-	action := html.UnescapeString(regexp.MustCompile(`<form method="post" action="([^"]+)"`).FindStringSubmatch(page)[1])
-	status, h, _ = oauthDo(t, b, http.MethodPost, r.base+action, url.Values{"csrf_token": {oauthField(t, "csrf_token", page)}, "decision": {"allow"}}, r.base)
-	require.Equal(t, http.StatusSeeOther, status)
-	cb, err := url.Parse(h.Get("Location"))
-	require.NoError(t, err)
-	require.Equal(t, "e2e-state", cb.Query().Get("state"))
-	require.Equal(t, r.base+"/t/acme", cb.Query().Get("iss"))
-
-	tok := oauthToken(t, md.TokenEndpoint, url.Values{"grant_type": {"authorization_code"}, "code": {cb.Query().Get("code")},
-		"redirect_uri": {redirect}, "client_id": {reg.ClientID}, "code_verifier": {verifier}, "resource": {prm.Resource}})
-	require.NotEmpty(t, tok.AccessToken)
+	tok := oauthAuthorize(t, r, md.AuthorizationEndpoint, md.TokenEndpoint, reg.ClientID, redirect, prm.Resource, "E2E")
 
 	// The real endpoint accepts it and lists tools.
 	require.NotEmpty(t, toolNames(t, r, tok.AccessToken))
@@ -178,4 +165,74 @@ func oauthToken(t *testing.T, endpoint string, form url.Values) oauthTokens {
 	var tr oauthTokens
 	require.NoError(t, json.Unmarshal(raw, &tr))
 	return tr
+}
+
+// oauthAuthorize signs the acme owner in through the HTML forms, consents
+// and exchanges the code (PKCE, resource) for tokens.
+func oauthAuthorize(t *testing.T, r *replica, authorizeURL, tokenURL, clientID, redirect, resource, clientName string) oauthTokens {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	verifier := strings.Repeat("e2e-verifier-", 5)
+	sum := sha256.Sum256([]byte(verifier))
+	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirect}, "scope": {"tools:read"},
+		"state": {"e2e-state"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
+		"resource": {resource}}
+	status, _, page := oauthDo(t, b, http.MethodGet, authorizeURL+"?"+q.Encode(), nil, r.base)
+	require.Equal(t, http.StatusOK, status, page)
+	status, h, _ := oauthDo(t, b, http.MethodPost, r.base+"/t/acme/login", url.Values{"csrf_token": {oauthField(t, "csrf_token", page)},
+		"return_to": {oauthField(t, "return_to", page)}, "email": {"owner@acme.test"}, "password": {"correct horse battery"}}, r.base)
+	require.Equal(t, http.StatusSeeOther, status)
+	_, _, page = oauthDo(t, b, http.MethodGet, r.base+h.Get("Location"), nil, r.base)
+	require.Contains(t, page, "Allow "+clientName+" to use Acme")
+	action := html.UnescapeString(regexp.MustCompile(`<form method="post" action="([^"]+)"`).FindStringSubmatch(page)[1])
+	status, h, _ = oauthDo(t, b, http.MethodPost, r.base+action, url.Values{"csrf_token": {oauthField(t, "csrf_token", page)}, "decision": {"allow"}}, r.base)
+	require.Equal(t, http.StatusSeeOther, status)
+	cb, err := url.Parse(h.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "e2e-state", cb.Query().Get("state"))
+	require.Equal(t, r.base+"/t/acme", cb.Query().Get("iss"))
+	tok := oauthToken(t, tokenURL, url.Values{"grant_type": {"authorization_code"}, "code": {cb.Query().Get("code")},
+		"redirect_uri": {redirect}, "client_id": {clientID}, "code_verifier": {verifier}, "resource": {resource}})
+	require.NotEmpty(t, tok.AccessToken)
+	return tok
+}
+
+// TestOAuthMetadataDocumentAgainstRealEndpoint registers by Client ID
+// Metadata Document with a real `visor serve`: the document is served over
+// TLS on loopback, which the replica may fetch only because the host is in
+// VISOR_OAUTH_CIMD_DEV_HOSTS and trusts the test certificate.
+func TestOAuthMetadataDocumentAgainstRealEndpoint(t *testing.T) {
+	t.Parallel()
+	redirect := "http://127.0.0.1:7778/callback"
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"client_id":"https://%s/client.json","client_name":"Doc E2E","redirect_uris":[%q]}`, req.Host, redirect)
+	}))
+	defer docs.Close()
+	pemFile := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(pemFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: docs.Certificate().Raw}), 0o600))
+
+	srv := privateRedis(t)
+	w := newWorld(t)
+	_, err := w.ids.CreateMember(context.Background(), w.acme.ID, "owner@acme.test", "correct horse battery", identity.RoleOwner)
+	require.NoError(t, err)
+	r := startReplica(t, "A", w.dbURL, srv.URL(), "VISOR_OAUTH_CIMD_DEV_HOSTS=127.0.0.1", "SSL_CERT_FILE="+pemFile)
+	clientID := docs.URL + "/client.json"
+	tok := oauthAuthorize(t, r, r.base+"/t/acme/oauth/authorize", r.base+"/t/acme/oauth/token", clientID, redirect, r.base+"/t/acme/mcp", "Doc E2E")
+	require.NotEmpty(t, toolNames(t, r, tok.AccessToken))
+	tok2 := oauthToken(t, r.base+"/t/acme/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {clientID}})
+	require.NotEmpty(t, toolNames(t, r, tok2.AccessToken))
+
+	// Without the allowlist the same document is refused: loopback.
+	r2 := startReplica(t, "B", w.dbURL, srv.URL(), "SSL_CERT_FILE="+pemFile)
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	other := docs.URL + "/client.json?v=2"
+	q := url.Values{"response_type": {"code"}, "client_id": {other}, "redirect_uri": {redirect}, "code_challenge": {strings.Repeat("c", 43)},
+		"code_challenge_method": {"S256"}}
+	status, h, page := oauthDo(t, b, http.MethodGet, r2.base+"/t/acme/oauth/authorize?"+q.Encode(), nil, r2.base)
+	require.Equal(t, http.StatusBadRequest, status, page)
+	require.Empty(t, h.Get("Location"))
+	require.Contains(t, page, "non-public address")
 }
