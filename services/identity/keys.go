@@ -57,6 +57,11 @@ func ParseKeyToken(token string) (id uuid.UUID, secret string, ok bool) {
 	if !found || len(rest) != 32+1+43 || rest[32] != '_' {
 		return uuid.Nil, "", false
 	}
+	// Only the canonical spelling parses (lower-case hex, base64url), so
+	// one key has exactly one token.
+	if strings.Trim(rest[:32], "0123456789abcdef") != "" || strings.Trim(rest[33:], base64URL) != "" {
+		return uuid.Nil, "", false
+	}
 	raw, err := hex.DecodeString(rest[:32])
 	if err != nil {
 		return uuid.Nil, "", false
@@ -64,3 +69,5 @@ func ParseKeyToken(token string) (id uuid.UUID, secret string, ok bool) {
 	copy(id[:], raw)
 	return id, rest[33:], true
 }
+
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

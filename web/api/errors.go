@@ -74,9 +74,10 @@ type ErrorDetail struct {
 
 // ErrorHandler renders any error a handler returns: fault codes through
 // Status, echo's own errors by their status, and anything else as a 500
-// whose detail is logged (once) but never sent. Install it as the echo
+// whose detail is never sent. The detail is logged once, by web/server's
+// request log line (at error level for a 5xx). Install it as the echo
 // instance's HTTPErrorHandler.
-func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+func ErrorHandler(_ *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -96,9 +97,6 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			code := fault.CodeOf(err)
 			status = Status(code)
 			body.Error = ErrorDetail{Code: string(code), Message: fault.Message(err)}
-		}
-		if status >= 500 {
-			log.ErrorContext(c.Request().Context(), "request failed", "method", c.Request().Method, "route", c.Path(), "err", err)
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(status)

@@ -177,9 +177,10 @@ func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // plainErrorHandler renders echo's own errors (404, 405, 413) in the JSON
-// error shape; any other error is a 500 whose detail is only logged. cmd/visor
-// replaces it with the admin API's handler, which also knows fault codes.
-func plainErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+// error shape; any other error is a 500 whose detail only the request log
+// line carries. cmd/visor replaces it with the admin API's handler, which
+// also knows fault codes.
+func plainErrorHandler() echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -187,9 +188,6 @@ func plainErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		code, msg := http.StatusInternalServerError, "internal error"
 		if he, ok := err.(*echo.HTTPError); ok && he.Code < 500 {
 			code, msg = he.Code, http.StatusText(he.Code)
-		}
-		if code >= 500 {
-			log.ErrorContext(c.Request().Context(), "request failed", "request_id", RequestIDFrom(c.Request().Context()), "err", err)
 		}
 		_ = c.JSON(code, map[string]any{"error": map[string]string{"code": statusCode(code), "message": msg}})
 	}

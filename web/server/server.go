@@ -78,7 +78,7 @@ func New(o Options) *Server {
 	e.Logger.SetOutput(discard{})
 	e.HTTPErrorHandler = o.ErrorHandler
 	if e.HTTPErrorHandler == nil {
-		e.HTTPErrorHandler = plainErrorHandler(o.Logger)
+		e.HTTPErrorHandler = plainErrorHandler()
 	}
 	s := &Server{e: e, opts: o, reg: reg}
 	s.middleware()

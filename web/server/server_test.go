@@ -286,3 +286,19 @@ func TestTracingRecordsHTTPSpans(t *testing.T) {
 	require.Equal(t, "GET /t/:tenant/traced", spans[0].Name())
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", spans[0].SpanContext().TraceID().String(), "incoming trace context is continued")
 }
+
+// TestInternalErrorsAreLoggedOnceNeverSent: the detail of a 500 goes to the
+// request log line at error level, and the caller sees a generic message.
+func TestInternalErrorsAreLoggedOnceNeverSent(t *testing.T) {
+	t.Parallel()
+	f := start(t, server.Options{}, func(e *echo.Echo) {
+		e.GET("/fail", func(c echo.Context) error { return errors.New("db exploded at 10.0.0.7") })
+	})
+	res, body := get(t, f.base+"/fail")
+	require.Equal(t, 500, res.StatusCode)
+	require.NotContains(t, body, "exploded")
+	line := findLog(t, f.logs.String(), "/fail")
+	require.Equal(t, "ERROR", line["level"])
+	require.Contains(t, line["err"], "db exploded")
+	require.Equal(t, 1, strings.Count(f.logs.String(), "db exploded"), "logged once")
+}
