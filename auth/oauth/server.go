@@ -99,6 +99,9 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 	s := &Server{cfg: cfg, urls: urls, store: store, identity: ids, log: log, now: time.Now,
 		loginIP: newLimiter("login-ip", cfg.LoginLimit, cfg.Limiter), loginEmail: newLimiter("login-email", cfg.LoginLimit, cfg.Limiter),
 		register: newLimiter("register", cfg.RegisterLimit, cfg.Limiter)}
+	// Derive separate keys so the whole configured secret counts, whatever
+	// its length, and the CSRF key never equals the token key.
+	hmacKey := sha256.Sum256(append([]byte("visor oauth hmac\x00"), secret...))
 	csrf := sha256.Sum256(append([]byte("visor csrf\x00"), secret...))
 	s.csrfKey = csrf[:]
 	s.clients = &clientLoader{store: store, urls: urls, fetcher: NewFetcher(cfg.Fetcher), ttl: cfg.MetadataTTL, now: time.Now,
@@ -107,7 +110,7 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 		AccessTokenLifespan:            cfg.AccessTokenTTL,
 		RefreshTokenLifespan:           cfg.RefreshTokenTTL,
 		AuthorizeCodeLifespan:          cfg.CodeTTL,
-		GlobalSecret:                   secret[:32],
+		GlobalSecret:                   hmacKey[:],
 		EnforcePKCE:                    true,
 		EnablePKCEPlainChallengeMethod: false,
 		ScopeStrategy:                  fosite.ExactScopeStrategy,
