@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 
@@ -80,12 +79,12 @@ func runMigrate(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 		}
 		fmt.Fprintf(e.stdout, "rolled back %d migration(s): %v\n", len(done), done)
 	case "status":
-		return printStatus(ctx, e.stdout, db, log)
+		return printStatus(ctx, e.stdout, db)
 	}
 	return nil
 }
 
-func printStatus(ctx context.Context, w io.Writer, db *postgres.DB, _ *slog.Logger) error {
+func printStatus(ctx context.Context, w io.Writer, db *postgres.DB) error {
 	ms, riverOK, err := db.MigrationStatus(ctx)
 	if err != nil {
 		return fmt.Errorf("read migration status: %w", err)

@@ -59,6 +59,7 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 	if err := s.Listen(); err != nil {
 		return err
 	}
+	defer s.Close()
 	base := cfg.baseURL(s.Addr())
 	if err := a.routes(s, base); err != nil {
 		return err

@@ -48,6 +48,7 @@ VISOR_WORKER_HTTP_ADDR set it also serves /healthz, /readyz and /metrics.`,
 				if err := probes.Listen(); err != nil {
 					return fmt.Errorf("%w (VISOR_WORKER_HTTP_ADDR)", err)
 				}
+				defer probes.Close()
 				if e.listening != nil {
 					e.listening(probes.Addr())
 				}

@@ -111,6 +111,14 @@ func (s *Server) Listen() error {
 	return nil
 }
 
+// Close releases the listener of a server that will not Serve (a start-up
+// step after Listen failed). After Serve it is a no-op.
+func (s *Server) Close() {
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+}
+
 // Addr returns the bound address; Listen must have succeeded.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
