@@ -101,7 +101,13 @@ func (s *Server) authorize(c echo.Context) error {
 	if !ok {
 		return s.renderLogin(c, t, http.StatusOK, loginData{ReturnTo: "/t/" + t.Slug + "/oauth/authorize?" + req.URL.RawQuery})
 	}
-	scopes := []string(ar.GetRequestedScopes())
+	scopes, withheld := roleScopes(m.Role, ar.GetRequestedScopes())
+	if len(scopes) == 0 {
+		s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHintf(
+			"A %s member cannot grant the requested access.", m.Role))
+		return nil
+	}
+	ar.SetRequestedScopes(scopes)
 	clientID := ar.GetClient().GetID()
 	if req.Method == http.MethodPost && req.PostForm.Has("decision") {
 		if !s.checkCSRF(c) {
@@ -128,7 +134,7 @@ func (s *Server) authorize(c echo.Context) error {
 		s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrConsentRequired)
 		return nil
 	}
-	return s.renderConsent(c, t, ar, m)
+	return s.renderConsent(c, t, ar, m, withheld)
 }
 
 func (s *Server) fail(c echo.Context, t identity.Tenant, what string, err error) error {
@@ -216,11 +222,12 @@ func (s *Server) issue(ctx context.Context, w http.ResponseWriter, t identity.Te
 }
 
 type consentData struct {
-	ClientName, ClientID, RedirectHost, MemberEmail, Action, CSRF string
-	Scopes                                                        []scopeLine
+	ClientName, ClientID, RedirectHost, MemberEmail, Action, CSRF, Role string
+	Scopes                                                              []scopeLine
+	Withheld                                                            []string
 }
 
-func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.AuthorizeRequester, m identity.Member) error {
+func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.AuthorizeRequester, m identity.Member, withheld []string) error {
 	ctx := c.Request().Context()
 	cl, err := s.clients.load(ctx, t, ar.GetClient().GetID())
 	if err != nil {
@@ -229,7 +236,7 @@ func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.Auth
 	ru := ar.GetRedirectURI()
 	d := consentData{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: ru.Host, MemberEmail: m.Email,
 		Action: "/t/" + t.Slug + "/oauth/authorize?" + c.Request().URL.RawQuery, CSRF: s.csrfToken(c),
-		Scopes: describeScopes(ar.GetRequestedScopes())}
+		Scopes: describeScopes(ar.GetRequestedScopes()), Withheld: withheld, Role: string(m.Role)}
 	if d.ClientName == "" {
 		d.ClientName = cl.ID
 	}

@@ -1,6 +1,10 @@
 package oauth
 
-import "github.com/visorhq/visor/services/identity"
+import (
+	"slices"
+
+	"github.com/visorhq/visor/services/identity"
+)
 
 // scopeWords says in plain words what each scope unlocks, for the consent
 // page.
@@ -20,4 +24,27 @@ func describeScopes(scopes []string) []scopeLine {
 		out = append(out, scopeLine{Name: s, Words: scopeWords[s]})
 	}
 	return out
+}
+
+// viewerScopes are what a member who cannot manage the tenant (a viewer)
+// may grant a client: reading only. Members who can manage may grant
+// every scope.
+var viewerScopes = []string{identity.ScopeToolsRead, identity.ScopeAdminRead}
+
+// grantable reports whether a member of role may grant scope.
+func grantable(role identity.Role, scope string) bool {
+	return role.CanManage() || slices.Contains(viewerScopes, scope)
+}
+
+// roleScopes splits requested scopes into those a member of role may grant
+// and those withheld: a client can never get more than its member has.
+func roleScopes(role identity.Role, requested []string) (granted, withheld []string) {
+	for _, s := range requested {
+		if grantable(role, s) {
+			granted = append(granted, s)
+		} else {
+			withheld = append(withheld, s)
+		}
+	}
+	return granted, withheld
 }

@@ -27,6 +27,16 @@ func (s *Server) ResolveToken(ctx context.Context, t identity.Tenant, token stri
 	if sess == nil {
 		return identity.Principal{}, fault.New(fault.Unauthorized, "the access token is not valid")
 	}
+	// The member's current role bounds the token: a member demoted to
+	// viewer takes their clients' write scopes with them.
+	m, err := s.identity.Store().Member(ctx, t.ID, sess.MemberID)
+	if fault.Is(err, fault.NotFound) {
+		return identity.Principal{}, fault.New(fault.Unauthorized, "the access token's member is gone")
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	scopes, _ := roleScopes(m.Role, ar.GetGrantedScopes())
 	return identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindExternal, MemberID: sess.MemberID,
-		ClientID: ar.GetClient().GetID(), CredentialID: "oauth:" + ar.GetID(), Scopes: ar.GetGrantedScopes()}, nil
+		ClientID: ar.GetClient().GetID(), CredentialID: "oauth:" + ar.GetID(), Scopes: scopes}, nil
 }

@@ -26,11 +26,12 @@ func TestPagesMatchGolden(t *testing.T) {
 		"login.html": {Title: "Sign in", Tenant: "Acme <Corp>", Data: struct{ Action, CSRF, ReturnTo, Email, Error string }{
 			"/t/acme/login", "csrf-token", "/t/acme/oauth/authorize?x=1&y=2", `"><script>alert(1)</script>`, "Wrong email or password."}},
 		"consent.html": {Title: "Allow access", Tenant: "Acme", Data: struct {
-			ClientName, ClientID, RedirectHost, MemberEmail, Action, CSRF string
-			Scopes                                                        []scope
+			ClientName, ClientID, RedirectHost, MemberEmail, Action, CSRF, Role string
+			Scopes                                                              []scope
+			Withheld                                                            []string
 		}{"Evil <b>Client</b>", "https://client.example/meta.json", "127.0.0.1:9999", "alice@acme.test",
-			"/t/acme/oauth/authorize?client_id=x&state=y", "csrf-token",
-			[]scope{{"tools:read", "see the tools"}, {"tools:write", "change things"}}}},
+			"/t/acme/oauth/authorize?client_id=x&state=y", "csrf-token", "viewer",
+			[]scope{{"tools:read", "see the tools"}}, []string{"tools:write", "admin:write"}}},
 		"error.html": {Title: "Cannot continue", Tenant: "Acme", Data: "The redirect_uri is not one this application registered."},
 	} {
 		w := httptest.NewRecorder()
