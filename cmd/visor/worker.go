@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 
 	"github.com/visorhq/visor/web/server"
 	"github.com/visorhq/visor/worker"
@@ -43,10 +42,10 @@ VISOR_WORKER_HTTP_ADDR set it also serves /healthz, /readyz and /metrics.`,
 			}
 			var probes *server.Server
 			if cfg.WorkerHTTPAddr != "" {
-				probes = server.New(server.Options{Addr: cfg.WorkerHTTPAddr, Logger: log, ShutdownTimeout: cfg.ShutdownTimeout,
+				probes = server.New(server.Options{Addr: cfg.WorkerHTTPAddr, AddrVar: "VISOR_WORKER_HTTP_ADDR", Logger: log, ShutdownTimeout: cfg.ShutdownTimeout,
 					ErrorHandler: a.errorHandler(), Checks: a.checks()})
 				if err := probes.Listen(); err != nil {
-					return fmt.Errorf("%w (VISOR_WORKER_HTTP_ADDR)", err)
+					return err
 				}
 				defer probes.Close()
 				if e.listening != nil {

@@ -29,8 +29,11 @@ type Check struct {
 
 // Options configure a Server. Zero values get the documented defaults.
 type Options struct {
-	Addr   string       // listen address, ":8080" by default; port 0 picks a free one
-	Logger *slog.Logger // required
+	Addr string // listen address, ":8080" by default; port 0 picks a free one
+	// AddrVar names the setting Addr came from, for error messages
+	// ("VISOR_HTTP_ADDR" by default).
+	AddrVar string
+	Logger  *slog.Logger // required
 	// Checks are run by /readyz (Postgres and Redis in production).
 	Checks []Check
 	// BodyLimit caps request bodies in bytes (1 MiB by default).
@@ -62,6 +65,9 @@ type Server struct {
 func New(o Options) *Server {
 	if o.Addr == "" {
 		o.Addr = ":8080"
+	}
+	if o.AddrVar == "" {
+		o.AddrVar = "VISOR_HTTP_ADDR"
 	}
 	if o.BodyLimit <= 0 {
 		o.BodyLimit = 1 << 20
@@ -103,9 +109,9 @@ func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.opts.Addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("cannot listen on %s: the address is already in use; stop the other process or set VISOR_HTTP_ADDR to a free address", s.opts.Addr)
+			return fmt.Errorf("cannot listen on %s: the address is already in use; stop the other process or set %s to a free address", s.opts.Addr, s.opts.AddrVar)
 		}
-		return fmt.Errorf("cannot listen on %s: %v; set VISOR_HTTP_ADDR to an address like :8080", s.opts.Addr, unwrapOp(err))
+		return fmt.Errorf("cannot listen on %s: %v; set %s to an address like :8080", s.opts.Addr, unwrapOp(err), s.opts.AddrVar)
 	}
 	s.ln = ln
 	return nil
