@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/exaring/otelpgx"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -33,6 +35,8 @@ type app struct {
 	// grants is the scoped-grants service (capability_request, approvals).
 	grants *grants.Service
 	stop   []func()
+	// local drops this replica's caches for the changes it commits itself.
+	local localChanges
 }
 
 type appNeeds struct {
@@ -74,9 +78,36 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 // against the policy version).
 func (a *app) publisher() changes.Publisher {
 	if a.rdb == nil {
-		return changes.Discard{}
+		return &a.local
 	}
-	return redisx.NewBus(a.rdb.Client)
+	return changes.Multi{&a.local, redisx.NewBus(a.rdb.Client)}
+}
+
+// localChanges hands the changes this process commits to its own caches
+// (resolved credentials, policy rows) before they go to Redis, so the
+// replica that revokes a credential refuses it on its very next request.
+// Other replicas hear the change from Redis (startLive).
+type localChanges struct {
+	mu     sync.Mutex
+	forget []func(tenantID, agentID uuid.UUID)
+}
+
+// hear adds f to what is called for every change committed here.
+func (l *localChanges) hear(f func(tenantID, agentID uuid.UUID)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forget = append(l.forget, f)
+}
+
+// Publish calls every forget function for e.
+func (l *localChanges) Publish(_ context.Context, e changes.Event) error {
+	l.mu.Lock()
+	fs := l.forget
+	l.mu.Unlock()
+	for _, f := range fs {
+		f(e.TenantID, e.AgentID)
+	}
+	return nil
 }
 
 // Close releases everything openApp opened, newest first.
