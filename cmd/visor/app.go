@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/exaring/otelpgx"
 	"github.com/google/uuid"
@@ -42,6 +43,7 @@ type app struct {
 type appNeeds struct {
 	redis       bool // open Redis
 	schemaCheck bool // refuse a schema that is behind
+	announce    bool // publish committed changes on Redis when it is reachable
 }
 
 // openApp connects to what the command needs. Every failure is one line
@@ -67,6 +69,18 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 			return nil, err
 		}
 		a.stop = append(a.stop, func() { _ = a.rdb.Close() })
+	} else if need.announce {
+		// Best effort: without Redis the change still commits, and replicas
+		// drop their cached credentials within auth.CredentialCacheTTL.
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		a.rdb, err = openRedis(rctx, cfg, tp)
+		cancel()
+		if err != nil {
+			log.Warn("cannot announce changes to running replicas; they notice within seconds", "err", err)
+			a.rdb, err = nil, nil
+		} else {
+			a.stop = append(a.stop, func() { _ = a.rdb.Close() })
+		}
 	}
 	a.ids = identity.NewService(postgres.NewIdentityStore(a.db), a.publisher(), log)
 	a.grants = grants.NewService(postgres.NewGrantStore(a.db), a.ids.Store(), a.publisher(), tools.Match, log)

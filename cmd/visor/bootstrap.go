@@ -61,7 +61,7 @@ func bootstrapCommand(name, summary, detail string, actions ...action) command {
 				if err != nil {
 					return err
 				}
-				a, err := openApp(ctx, cfg, newLogger(cfg, e.stderr), nil, appNeeds{schemaCheck: true})
+				a, err := openApp(ctx, cfg, newLogger(cfg, e.stderr), nil, appNeeds{schemaCheck: true, announce: true})
 				if err != nil {
 					return err
 				}
