@@ -343,4 +343,3 @@ func makeSet(names []string) toolSet {
 	names = slices.Compact(names)
 	return unique.Make(strings.Join(names, "\n"))
 }
-
