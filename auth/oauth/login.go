@@ -156,11 +156,13 @@ func (s *Server) login(c echo.Context) error {
 	}
 	email := strings.ToLower(strings.TrimSpace(d.Email))
 	if !s.loginIP.allow(ctx, t.ID.String()+"|"+c.RealIP()) || !s.loginEmail.allow(ctx, t.ID.String()+"|"+email) {
+		s.log.WarnContext(ctx, "sign-in rate limited", "tenant", t.ID, "ip", c.RealIP())
 		d.Error = "Too many sign-in attempts. Wait a few minutes and try again."
 		return s.renderLogin(c, t, http.StatusTooManyRequests, d)
 	}
 	m, err := s.identity.Authenticate(ctx, t.ID, email, c.FormValue("password"))
 	if fault.Is(err, fault.Unauthorized) {
+		s.log.InfoContext(ctx, "sign-in failed", "tenant", t.ID, "ip", c.RealIP())
 		d.Error = "Wrong email or password."
 		return s.renderLogin(c, t, http.StatusUnauthorized, d)
 	}
