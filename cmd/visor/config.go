@@ -30,6 +30,7 @@ type Config struct {
 	OTLPEndpoint      string        // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
 	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
 	LiveCredentials   time.Duration // VISOR_LIVE_CREDENTIAL_CHECK_EVERY
+	TrustedProxies    []*net.IPNet  // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
 	OAuth             OAuthConfig   // VISOR_OAUTH_* (see oauth.go)
 }
 
@@ -52,6 +53,7 @@ var envVars = []envVar{
 	{"VISOR_WORKER_CONCURRENCY", "10", "jobs one worker process runs at once"},
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
 	{"VISOR_WORKER_HTTP_ADDR", "", "listen address for `visor worker`'s /healthz, /readyz and /metrics, e.g. :9090; empty disables"},
+	{"VISOR_TRUSTED_PROXIES", "", "comma-separated CIDRs of load balancers whose X-Forwarded-For names the client (rate limits, logs); empty: the peer address"},
 	{"VISOR_LIVE_RECONCILE_EVERY", "2s", "how often each replica compares its live streams' tenants with Postgres (repairs lost change events)"},
 	{"VISOR_LIVE_CREDENTIAL_CHECK_EVERY", "30s", "how often each replica re-checks the credential of every live stream, closing those revoked or expired (revocation events close them at once)"},
 	{"VISOR_OAUTH_HMAC_SECRET", "", "secret (32+ characters) signing OAuth codes and tokens; empty: one is generated once and kept in Postgres"},
@@ -114,6 +116,17 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("VISOR_LOG_FORMAT", "%q must be json or text", c.LogFormat)
+	}
+	for _, cidr := range strings.Split(get("VISOR_TRUSTED_PROXIES"), ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			bad("VISOR_TRUSTED_PROXIES", "%q is not a CIDR; want something like 10.0.0.0/8", cidr)
+			continue
+		}
+		c.TrustedProxies = append(c.TrustedProxies, n)
 	}
 	var err error
 	if c.BodyLimit, err = strconv.ParseInt(get("VISOR_HTTP_BODY_LIMIT"), 10, 64); err != nil || c.BodyLimit < 1024 {
