@@ -257,10 +257,15 @@ func (h *Hub) Handle(e changes.Event) {
 	}
 	lost := t.seen != 0 && e.Version > t.seen+1
 	switch {
-	case h.cfg.Valid != nil && (lost || e.Kind == changes.KeyChanged || e.Kind == changes.ClientChanged ||
-		(e.Kind == changes.AgentChanged && e.AgentID == uuid.Nil)):
+	case h.cfg.Valid == nil:
+	// Events that may have revoked a credential re-check the streams that
+	// could hold it: an agent's (or an agent key's) streams, or all of the
+	// tenant's for an operator key, an OAuth grant or consent, or when
+	// events were lost.
+	case lost || e.Kind == changes.ClientChanged ||
+		((e.Kind == changes.KeyChanged || e.Kind == changes.AgentChanged) && e.AgentID == uuid.Nil):
 		t.checkAll = true
-	case h.cfg.Valid != nil && e.Kind == changes.AgentChanged:
+	case e.Kind == changes.KeyChanged || e.Kind == changes.AgentChanged:
 		if t.checkAgents == nil {
 			t.checkAgents = map[uuid.UUID]struct{}{}
 		}

@@ -207,12 +207,16 @@ func TestHubChecksOnlyTheAffectedStreamsInOneCallAndFailsOpen(t *testing.T) {
 	calls := rec.take()
 	require.Len(t, calls, 1)
 	require.ElementsMatch(t, []string{"key:a1", "key:a2"}, calls[0])
+	// So does an agent key's event.
+	hub.Handle(changes.Event{TenantID: tn.ID, Kind: changes.KeyChanged, AgentID: bob, Version: version()})
+	settle()
+	require.Equal(t, [][]string{{"key:b1"}}, rec.take())
 	// A settings change revokes nothing: no credential is checked.
 	hub.Handle(changes.Event{TenantID: tn.ID, Kind: changes.GrantChanged, AgentID: ada, Version: version()})
 	settle()
 	require.Empty(t, rec.take())
 
-	// A key event checks the whole tenant in one call; while the check
+	// An operator key's event checks the whole tenant in one call; while the check
 	// fails nothing is closed, and the reconciler retries.
 	rec.mu.Lock()
 	rec.revoked["key:a1"] = true
