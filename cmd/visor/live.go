@@ -60,6 +60,8 @@ func (a *app) startLive(s *server.Server, visible live.VisibleFunc, forget func(
 			stat(func(s live.Stats) int { return int(s.Notified) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_reconcile_repairs_total", Help: "Tenants the reconciler found changed without an event (lost or late events)."},
 			stat(func(s live.Stats) int { return int(s.Repaired) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_revoked_streams_total", Help: "Streams this replica closed because their credential was revoked or expired."},
+			stat(func(s live.Stats) int { return int(s.Revoked) })),
 	)
 	return hub, nil
 }
