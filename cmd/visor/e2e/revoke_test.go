@@ -91,6 +91,9 @@ func TestRevokedKeysAndTrashedAgentsLoseTheirStreams(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, mcpStatus(t, b, ada2Key, ""))
 	expectOpen(t, bob, 500*time.Millisecond, "bob, after ada was trashed")
 	expectOpen(t, gil, 10*time.Millisecond, "another tenant, after ada was trashed")
+	m := metrics(t, b)
+	require.EqualValues(t, 3, m["visor_live_revoked_streams_total"])
+	require.EqualValues(t, 2, m["visor_live_streams"], "bob's and gil's streams remain")
 }
 
 // TestLostRevocationIsRepairedByReconciliation: a key revoked with no event
