@@ -65,8 +65,9 @@ func (r *Resolver) Middleware(scope string) echo.MiddlewareFunc {
 // AdminMiddleware is echo middleware for the admin API. The tenant comes
 // from the :tenant path parameter when the route has one (and the
 // credential must belong to it), otherwise from the credential itself.
-// Credentials: an API key or an OAuth token as a bearer, or a member's
-// session cookie (see Sessions). Employees' keys and round tokens are
+// Credentials: an API key or a round token as a bearer, or a member's
+// session cookie (see Sessions). OAuth access tokens are refused: their
+// audience is the MCP endpoint. Employees' keys and round tokens are
 // accepted here too; authorization by kind and scope is the handler's job.
 func (r *Resolver) AdminMiddleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -114,6 +115,11 @@ func (r *Resolver) resolveAdmin(c echo.Context) (identity.Tenant, identity.Princ
 		return t, identity.Principal{}, err
 	}
 	p, err := r.Resolve(ctx, t, token)
+	if err == nil && p.Kind == identity.KindExternal {
+		// An OAuth access token's audience is the tenant's MCP endpoint
+		// (RFC 8707); it is not a credential for the admin API.
+		return t, identity.Principal{}, unauthorized("OAuth access tokens are bound to the MCP endpoint; use an API key or a member session here")
+	}
 	return t, p, err
 }
 

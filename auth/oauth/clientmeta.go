@@ -115,16 +115,17 @@ func (m ClientMetadata) toClient(kind credentials.ClientKind) (credentials.Clien
 	// names, and the registration answer says what was registered.
 	c.Scopes = knownScopes(m.Scope)
 	if len(c.Scopes) == 0 {
-		c.Scopes = slices.Clone(identity.AllScopes)
+		c.Scopes = slices.Clone(identity.ToolScopes)
 	}
 	return c, nil
 }
 
-// knownScopes returns the known scopes of a space-separated scope string.
+// knownScopes returns the tool scopes named in a space-separated scope
+// string; anything else, the admin scopes included, is not an OAuth scope.
 func knownScopes(s string) []string {
 	var out []string
 	for _, sc := range strings.Fields(s) {
-		if identity.KnownScope(sc) && !slices.Contains(out, sc) {
+		if slices.Contains(identity.ToolScopes, sc) && !slices.Contains(out, sc) {
 			out = append(out, sc)
 		}
 	}

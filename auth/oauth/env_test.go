@@ -138,6 +138,7 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 	}, e.resolver.Middleware(""))
 	ec.GET("/api/v1/whoami", probe, e.resolver.AdminMiddleware())
 	ec.POST("/api/v1/whoami", probe, e.resolver.AdminMiddleware())
+	ec.GET("/api/v1/t/:tenant/whoami", probe, e.resolver.AdminMiddleware())
 	h = ec
 	e.handler = ec
 	return e

@@ -48,7 +48,7 @@ func (s *Server) Metadata(slug string) ServerMetadata {
 		TokenEndpoint:                              iss + "/oauth/token",
 		RegistrationEndpoint:                       iss + "/oauth/register",
 		RevocationEndpoint:                         iss + "/oauth/revoke",
-		ScopesSupported:                            identity.AllScopes,
+		ScopesSupported:                            identity.ToolScopes,
 		ResponseTypesSupported:                     []string{"code"},
 		ResponseModesSupported:                     []string{"query"},
 		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
@@ -62,7 +62,7 @@ func (s *Server) Metadata(slug string) ServerMetadata {
 
 func (s *Server) resourceDoc(t identity.Tenant) ResourceMetadata {
 	return ResourceMetadata{Resource: s.urls.Resource(t.Slug), AuthorizationServers: []string{s.urls.Issuer(t.Slug)},
-		ScopesSupported: identity.AllScopes, BearerMethodsSupported: []string{"header"}, ResourceName: t.Name + " on Visor"}
+		ScopesSupported: identity.ToolScopes, BearerMethodsSupported: []string{"header"}, ResourceName: t.Name + " on Visor"}
 }
 
 func (s *Server) serverMetadata(c echo.Context) error {

@@ -32,7 +32,7 @@ func TestMemberRoleBoundsTheGrant(t *testing.T) {
 	tr := e.grant(vb, "acme", clientID, redirect, "tools:read tools:write", "vera@acme.test")
 	require.Equal(t, "tools:read", tr.Scope)
 
-	q := callback(t, vb.get(e.authorizeURL(authz{tenant: "acme", clientID: clientID, redirect: redirect, scope: "admin:write",
+	q := callback(t, vb.get(e.authorizeURL(authz{tenant: "acme", clientID: clientID, redirect: redirect, scope: "tools:admin",
 		state: "role-state", challenge: challenge, method: "S256"})), redirect)
 	require.Equal(t, "access_denied", q.Get("error"))
 

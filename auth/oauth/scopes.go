@@ -12,8 +12,6 @@ var scopeWords = map[string]string{
 	identity.ScopeToolsRead:  "see the tools you may use and call the ones that only read (tasks, memory, agents' status)",
 	identity.ScopeToolsWrite: "call tools that create or change things: tasks, memory, messages to AI employees",
 	identity.ScopeToolsAdmin: "call administrative tools, such as creating, changing or removing AI employees",
-	identity.ScopeAdminRead:  "read this organization's settings, members, AI employees, keys and audit log",
-	identity.ScopeAdminWrite: "change this organization's settings, AI employees and keys",
 }
 
 type scopeLine struct{ Name, Words string }
@@ -29,7 +27,7 @@ func describeScopes(scopes []string) []scopeLine {
 // viewerScopes are what a member who cannot manage the tenant (a viewer)
 // may grant a client: reading only. Members who can manage may grant
 // every scope.
-var viewerScopes = []string{identity.ScopeToolsRead, identity.ScopeAdminRead}
+var viewerScopes = []string{identity.ScopeToolsRead}
 
 // grantable reports whether a member of role may grant scope.
 func grantable(role identity.Role, scope string) bool {

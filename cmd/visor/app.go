@@ -132,8 +132,15 @@ func (a *app) Close() {
 	a.stop = nil
 }
 
+// connectTimeout bounds each attempt to reach Postgres when the URL sets no
+// connect_timeout.
+const connectTimeout = 10 * time.Second
+
 func openPostgres(ctx context.Context, cfg Config, tp trace.TracerProvider) (*postgres.DB, error) {
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, func(c *pgxpool.Config) {
+		if c.ConnConfig.ConnectTimeout == 0 { // a silent host should not hang start-up
+			c.ConnConfig.ConnectTimeout = connectTimeout
+		}
 		if tp != nil {
 			c.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(tp))
 		}

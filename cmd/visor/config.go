@@ -29,6 +29,8 @@ type Config struct {
 	WorkerHTTPAddr    string        // VISOR_WORKER_HTTP_ADDR: health and metrics of `visor worker`; empty disables
 	OTLPEndpoint      string        // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
 	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
+	LiveCredentials   time.Duration // VISOR_LIVE_CREDENTIAL_CHECK_EVERY
+	TrustedProxies    []*net.IPNet  // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
 	OAuth             OAuthConfig   // VISOR_OAUTH_* (see oauth.go)
 }
 
@@ -51,7 +53,9 @@ var envVars = []envVar{
 	{"VISOR_WORKER_CONCURRENCY", "10", "jobs one worker process runs at once"},
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
 	{"VISOR_WORKER_HTTP_ADDR", "", "listen address for `visor worker`'s /healthz, /readyz and /metrics, e.g. :9090; empty disables"},
+	{"VISOR_TRUSTED_PROXIES", "", "comma-separated CIDRs of load balancers whose X-Forwarded-For names the client (rate limits, logs); empty: the peer address"},
 	{"VISOR_LIVE_RECONCILE_EVERY", "2s", "how often each replica compares its live streams' tenants with Postgres (repairs lost change events)"},
+	{"VISOR_LIVE_CREDENTIAL_CHECK_EVERY", "30s", "how often each replica re-checks the credential of every live stream, closing those revoked or expired (revocation events close them at once)"},
 	{"VISOR_OAUTH_HMAC_SECRET", "", "secret (32+ characters) signing OAuth codes and tokens; empty: one is generated once and kept in Postgres"},
 	{"VISOR_OAUTH_ACCESS_TOKEN_TTL", "1h", "lifetime of OAuth access tokens"},
 	{"VISOR_OAUTH_REFRESH_TOKEN_TTL", "720h", "lifetime of OAuth refresh tokens (rotated on every use)"},
@@ -113,6 +117,17 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("VISOR_LOG_FORMAT", "%q must be json or text", c.LogFormat)
 	}
+	for _, cidr := range strings.Split(get("VISOR_TRUSTED_PROXIES"), ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			bad("VISOR_TRUSTED_PROXIES", "%q is not a CIDR; want something like 10.0.0.0/8", cidr)
+			continue
+		}
+		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
 	var err error
 	if c.BodyLimit, err = strconv.ParseInt(get("VISOR_HTTP_BODY_LIMIT"), 10, 64); err != nil || c.BodyLimit < 1024 {
 		bad("VISOR_HTTP_BODY_LIMIT", "%q must be a number of bytes, at least 1024", get("VISOR_HTTP_BODY_LIMIT"))
@@ -125,6 +140,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.LiveReconcile, err = time.ParseDuration(get("VISOR_LIVE_RECONCILE_EVERY")); err != nil || c.LiveReconcile < 100*time.Millisecond {
 		bad("VISOR_LIVE_RECONCILE_EVERY", "%q must be a duration of at least 100ms, like 2s", get("VISOR_LIVE_RECONCILE_EVERY"))
+	}
+	if c.LiveCredentials, err = time.ParseDuration(get("VISOR_LIVE_CREDENTIAL_CHECK_EVERY")); err != nil || c.LiveCredentials < 100*time.Millisecond {
+		bad("VISOR_LIVE_CREDENTIAL_CHECK_EVERY", "%q must be a duration of at least 100ms, like 30s", get("VISOR_LIVE_CREDENTIAL_CHECK_EVERY"))
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
 		bad("VISOR_ADMIN_TOKEN", "must be at least 32 characters (try: openssl rand -hex 32), or unset to disable")

@@ -83,6 +83,9 @@ func ensureDatabase(ctx context.Context, url string, log *slog.Logger) error {
 	}
 	name := cfg.Database
 	cfg.Database = "postgres"
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = connectTimeout
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("cannot use Postgres (%s); start Postgres or set VISOR_DATABASE_URL", oneLine(err))

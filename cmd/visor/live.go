@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/live"
@@ -24,7 +25,8 @@ import (
 func (a *app) startLive(s *server.Server, visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (*live.Hub, error) {
 	log := a.log.With("area", "live")
 	ctx := context.Background()
-	hub := live.NewHub(live.Config{Visible: visible, Versions: a.db, ReconcileEvery: a.cfg.LiveReconcile, Log: log})
+	hub := live.NewHub(live.Config{Visible: visible, Versions: a.db, ReconcileEvery: a.cfg.LiveReconcile, Log: log,
+		Valid: auth.NewValidity(a.db).StillValid, CheckEvery: a.cfg.LiveCredentials})
 	if err := hub.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -58,6 +60,8 @@ func (a *app) startLive(s *server.Server, visible live.VisibleFunc, forget func(
 			stat(func(s live.Stats) int { return int(s.Notified) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_reconcile_repairs_total", Help: "Tenants the reconciler found changed without an event (lost or late events)."},
 			stat(func(s live.Stats) int { return int(s.Repaired) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_revoked_streams_total", Help: "Streams this replica closed because their credential was revoked or expired."},
+			stat(func(s live.Stats) int { return int(s.Revoked) })),
 	)
 	return hub, nil
 }

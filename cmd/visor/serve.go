@@ -53,7 +53,7 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 	defer a.Close()
 
 	s := server.New(server.Options{
-		Addr: cfg.HTTPAddr, Logger: log, BodyLimit: cfg.BodyLimit, ShutdownTimeout: cfg.ShutdownTimeout,
+		Addr: cfg.HTTPAddr, Logger: log, BodyLimit: cfg.BodyLimit, TrustedProxies: cfg.TrustedProxies, ShutdownTimeout: cfg.ShutdownTimeout,
 		TracerProvider: tp, ErrorHandler: a.errorHandler(), Checks: a.checks(),
 	})
 	if err := s.Listen(); err != nil {

@@ -46,6 +46,7 @@ type countStream struct {
 
 func (s *countStream) Principal() identity.Principal            { return s.p }
 func (s *countStream) NotifyToolsChanged(context.Context) error { s.n.Add(1); return nil }
+func (s *countStream) Close()                                   {}
 
 func setup(t *testing.T) *fixture {
 	t.Helper()

@@ -49,6 +49,11 @@ const (
 // AllScopes lists every scope Visor knows, in a stable order.
 var AllScopes = []string{ScopeToolsRead, ScopeToolsWrite, ScopeToolsAdmin, ScopeAdminRead, ScopeAdminWrite}
 
+// ToolScopes are the scopes of the MCP endpoint: the only ones an OAuth
+// client can be granted, since its tokens are bound to that endpoint. The
+// admin scopes belong to API keys and member sessions.
+var ToolScopes = []string{ScopeToolsRead, ScopeToolsWrite, ScopeToolsAdmin}
+
 var scopeImplies = map[string][]string{
 	ScopeToolsAdmin: {ScopeToolsWrite, ScopeToolsRead},
 	ScopeToolsWrite: {ScopeToolsRead},

@@ -35,6 +35,17 @@ type Config struct {
 	Workers int
 	// NotifyTimeout bounds one NotifyToolsChanged call; default 5s.
 	NotifyTimeout time.Duration
+	// Valid re-checks the credentials of streams (optional: without it no
+	// stream is ever closed for a revoked credential). The hub calls it for
+	// a tenant's streams on every event that can revoke a credential (key,
+	// agent and OAuth events), when it sees that events were lost, and for
+	// every stream every CheckEvery, and closes the streams whose
+	// credential is gone.
+	Valid ValidFunc
+	// CheckEvery is the period of the sweep that re-checks every stream's
+	// credential, which catches expiry and revocations whose event and
+	// policy-version bump were both lost; default 30s.
+	CheckEvery time.Duration
 }
 
 // Hub implements Streams. It remembers, for each live stream of this
@@ -55,7 +66,7 @@ type Hub struct {
 	ready   []*tenant // tenants with pending work, not yet taken by a worker
 	stopped bool
 	// counters for Stats
-	notified, repaired int64
+	notified, repaired, revoked int64
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -88,6 +99,11 @@ type tenant struct {
 	queued  bool
 	running bool
 	failed  bool // a recompute failed; the reconciler retries the tenant
+
+	// pending credential checks, merged like the recomputes above.
+	checkAll    bool
+	checkAgents map[uuid.UUID]struct{}
+	checkFailed bool // a credential check failed; the reconciler retries it
 }
 
 // principal groups the streams of one caller, whose sets are computed once.
@@ -101,6 +117,9 @@ type principal struct {
 type entry struct {
 	s   Stream
 	set toolSet
+	// gone is set when the hub closed the stream for a revoked credential
+	// and removed it; its unregister function is then a no-op.
+	gone bool
 }
 
 // NewHub returns a hub; call Start before use and Stop when done.
@@ -113,6 +132,9 @@ func NewHub(cfg Config) *Hub {
 	}
 	if cfg.NotifyTimeout <= 0 {
 		cfg.NotifyTimeout = 5 * time.Second
+	}
+	if cfg.CheckEvery <= 0 {
+		cfg.CheckEvery = 30 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -198,6 +220,15 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 func (h *Hub) close(t *tenant, key string, pr *principal, e *entry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.remove(t, key, pr, e)
+}
+
+// remove forgets e, once. h.mu is held.
+func (h *Hub) remove(t *tenant, key string, pr *principal, e *entry) {
+	if e.gone {
+		return
+	}
+	e.gone = true
 	delete(pr.streams, e)
 	t.streams--
 	if len(pr.streams) == 0 && t.principals[key] == pr {
@@ -223,6 +254,22 @@ func (h *Hub) Handle(e changes.Event) {
 	t := h.tenants[e.TenantID]
 	if t == nil {
 		return
+	}
+	lost := t.seen != 0 && e.Version > t.seen+1
+	switch {
+	case h.cfg.Valid == nil:
+	// Events that may have revoked a credential re-check the streams that
+	// could hold it: an agent's (or an agent key's) streams, or all of the
+	// tenant's for an operator key, an OAuth grant or consent, or when
+	// events were lost.
+	case lost || e.Kind == changes.ClientChanged ||
+		((e.Kind == changes.KeyChanged || e.Kind == changes.AgentChanged) && e.AgentID == uuid.Nil):
+		t.checkAll = true
+	case e.Kind == changes.KeyChanged || e.Kind == changes.AgentChanged:
+		if t.checkAgents == nil {
+			t.checkAgents = map[uuid.UUID]struct{}{}
+		}
+		t.checkAgents[e.AgentID] = struct{}{}
 	}
 	switch {
 	case e.AgentID == uuid.Nil || t.seen == 0 || e.Version == 0 || e.Version > t.seen+1:
@@ -250,15 +297,16 @@ func (h *Hub) Kick() {
 type Stats struct {
 	Tenants, Principals, Streams int
 	// Notified counts list_changed notifications sent; Repaired counts
-	// tenants the reconciler found changed without (or ahead of) an event.
-	Notified, Repaired int64
+	// tenants the reconciler found changed without (or ahead of) an event;
+	// Revoked counts streams closed because their credential was gone.
+	Notified, Repaired, Revoked int64
 }
 
 // Stats returns current counts.
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := Stats{Notified: h.notified, Repaired: h.repaired}
+	s := Stats{Notified: h.notified, Repaired: h.repaired, Revoked: h.revoked}
 	for _, t := range h.tenants {
 		s.Tenants++
 		s.Principals += len(t.principals)

@@ -22,9 +22,12 @@ import (
 
 // fakeStream counts the notifications it receives.
 type fakeStream struct {
-	p identity.Principal
-	n atomic.Int32
+	p      identity.Principal
+	n      atomic.Int32
+	closed atomic.Bool
 }
+
+func (s *fakeStream) Close() { s.closed.Store(true) }
 
 func (s *fakeStream) Principal() identity.Principal { return s.p }
 func (s *fakeStream) NotifyToolsChanged(context.Context) error {

@@ -9,6 +9,8 @@ package live
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/visorhq/visor/services/identity"
 )
 
@@ -20,6 +22,11 @@ type Stream interface {
 	// NotifyToolsChanged sends notifications/tools/list_changed on this
 	// stream only.
 	NotifyToolsChanged(ctx context.Context) error
+	// Close ends the stream because the credential that opened it was
+	// revoked, expired or lost its agent: the caller must hear nothing more
+	// on it. It must not block; the stream's unregister function still runs
+	// when the stream ends and is then a no-op.
+	Close()
 }
 
 // Streams tracks the live streams of this replica.
@@ -39,3 +46,11 @@ func (NoStreams) Open(context.Context, Stream) func() { return func() {} }
 // VisibleFunc returns the names of the tools p can see and call right now,
 // in any order. The tools package provides it from the one policy function.
 type VisibleFunc func(ctx context.Context, p identity.Principal) ([]string, error)
+
+// ValidFunc reports, for each principal of one tenant, whether the
+// credential that authenticated it (Principal.CredentialID) is still valid:
+// a key live and its agent active, an OAuth grant not revoked or expired, a
+// round token live. The result is parallel to ps. An error means "could not
+// tell": the hub then closes nothing and asks again later. Package auth
+// provides it.
+type ValidFunc func(ctx context.Context, tenantID uuid.UUID, ps []identity.Principal) ([]bool, error)

@@ -2,9 +2,12 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/identity"
 )
 
 // work takes tenants with pending changes, one at a time per tenant, until
@@ -21,9 +24,16 @@ func (h *Hub) work(ctx context.Context) {
 		}
 		t := h.ready[0]
 		h.ready = h.ready[1:]
+		checks := h.takeChecks(t)
 		targets := h.take(t)
 		h.mu.Unlock()
 
+		// Streams whose credential is gone are closed before anything is
+		// recomputed, so a revoked caller hears nothing more, not even the
+		// list_changed its own revocation would cause.
+		if len(checks) > 0 {
+			h.check(ctx, t, checks)
+		}
 		failed := false
 		for _, pr := range targets {
 			if err := h.recompute(ctx, t, pr); err != nil {
@@ -36,7 +46,7 @@ func (h *Hub) work(ctx context.Context) {
 		t.running = false
 		t.failed = t.failed || failed
 		switch {
-		case t.all || len(t.agents) > 0:
+		case t.all || len(t.agents) > 0 || t.checkAll || len(t.checkAgents) > 0:
 			h.enqueue(t)
 		case t.streams == 0 && h.tenants[t.id] == t:
 			delete(h.tenants, t.id)
@@ -57,6 +67,90 @@ func (h *Hub) take(t *tenant) []*principal {
 		}
 	}
 	return out
+}
+
+// check is one stream whose credential is to be re-checked.
+type check struct {
+	key string
+	pr  *principal
+	e   *entry
+}
+
+// takeChecks moves t's pending credential checks to a worker and returns
+// the streams they concern. h.mu is held.
+func (h *Hub) takeChecks(t *tenant) []check {
+	all, agents := t.checkAll, t.checkAgents
+	t.checkAll, t.checkAgents = false, nil
+	if !all && len(agents) == 0 {
+		return nil
+	}
+	var out []check
+	for key, pr := range t.principals {
+		if _, ok := agents[pr.p.AgentID]; all || (ok && pr.p.AgentID != uuid.Nil) {
+			for e := range pr.streams {
+				out = append(out, check{key: key, pr: pr, e: e})
+			}
+		}
+	}
+	return out
+}
+
+// check asks Valid about the credentials of cs, each credential once and all
+// in one call, and closes the streams whose credential is gone. A failed
+// check closes nothing (availability first) and is retried by the
+// reconciler.
+func (h *Hub) check(ctx context.Context, t *tenant, cs []check) {
+	index := map[string]int{}
+	var ps []identity.Principal
+	for _, c := range cs {
+		p := c.e.s.Principal()
+		if _, ok := index[p.CredentialID]; !ok {
+			index[p.CredentialID] = len(ps)
+			ps = append(ps, p)
+		}
+	}
+	valid, err := h.cfg.Valid(ctx, t.id, ps)
+	if err == nil && len(valid) != len(ps) {
+		err = fmt.Errorf("credential check answered %d of %d", len(valid), len(ps))
+	}
+	if err != nil {
+		h.log.WarnContext(ctx, "re-check stream credentials; streams stay open until the next try", "tenant", t.id, "err", err)
+		h.mu.Lock()
+		t.checkFailed = true
+		h.mu.Unlock()
+		return
+	}
+	var closing []Stream
+	h.mu.Lock()
+	for _, c := range cs {
+		if valid[index[c.e.s.Principal().CredentialID]] || c.e.gone {
+			continue
+		}
+		h.remove(t, c.key, c.pr, c.e)
+		h.revoked++
+		closing = append(closing, c.e.s)
+	}
+	h.mu.Unlock()
+	for _, s := range closing {
+		s.Close()
+	}
+	if len(closing) > 0 {
+		h.log.InfoContext(ctx, "closed streams whose credential is no longer valid", "tenant", t.id, "streams", len(closing))
+	}
+}
+
+// CheckCredentials queues a re-check of the credential of every stream on
+// this replica. The reconciler calls it every CheckEvery.
+func (h *Hub) CheckCredentials() {
+	if h.cfg.Valid == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.tenants {
+		t.checkAll = true
+		h.enqueue(t)
+	}
 }
 
 // recompute computes pr's visible set and notifies each of its streams whose
@@ -97,10 +191,15 @@ func (h *Hub) recompute(ctx context.Context, t *tenant, pr *principal) error {
 func (h *Hub) reconcileLoop(ctx context.Context) {
 	tick := time.NewTicker(h.cfg.ReconcileEvery)
 	defer tick.Stop()
+	sweep := time.NewTicker(h.cfg.CheckEvery)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sweep.C:
+			h.CheckCredentials()
+			continue
 		case <-tick.C:
 		case <-h.kick:
 		}
@@ -117,8 +216,12 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 func (h *Hub) Reconcile(ctx context.Context) error {
 	h.mu.Lock()
 	ids := make([]uuid.UUID, 0, len(h.tenants))
-	for id := range h.tenants {
+	for id, t := range h.tenants {
 		ids = append(ids, id)
+		if t.checkFailed {
+			t.checkFailed, t.checkAll = false, true
+			h.enqueue(t)
+		}
 	}
 	h.mu.Unlock()
 	if len(ids) == 0 {
@@ -143,6 +246,8 @@ func (h *Hub) Reconcile(ctx context.Context) error {
 		t.seen = max(t.seen, v)
 		t.failed = false
 		t.all = true
+		// A lost event may have been a revocation.
+		t.checkAll = t.checkAll || h.cfg.Valid != nil
 		h.enqueue(t)
 	}
 	return nil

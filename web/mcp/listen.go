@@ -36,7 +36,7 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	s := &listenStream{p: p, w: w, f: flusher, id: pk.ID}
+	s := &listenStream{p: p, w: w, f: flusher, id: pk.ID, revoked: make(chan struct{})}
 	if err := s.send(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
 		string(pk.ID) + `},"notifications":{"toolsListChanged":true}}}`); err != nil {
 		return true
@@ -45,6 +45,7 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 	select {
 	case <-r.Context().Done():
 	case <-h.closing:
+	case <-s.revoked:
 	}
 	unregister()
 	s.close()
@@ -70,6 +71,9 @@ type listenStream struct {
 	w    http.ResponseWriter
 	f    http.Flusher
 	done bool
+
+	revoked    chan struct{} // closed by Close
+	revokeOnce sync.Once
 }
 
 var _ live.Stream = (*listenStream)(nil)
@@ -96,6 +100,14 @@ func (s *listenStream) send(msg string) error {
 	}
 	s.f.Flush()
 	return nil
+}
+
+// Close ends the response because the stream's credential was revoked: no
+// write happens after it, and serveListen returns, which ends the HTTP
+// response cleanly.
+func (s *listenStream) Close() {
+	s.close()
+	s.revokeOnce.Do(func() { close(s.revoked) })
 }
 
 // close stops writes once the request has ended.

@@ -26,6 +26,8 @@ type stream struct {
 	session  *sdk.ServerSession
 	ctx      context.Context
 	listenID any
+	// cancel ends a listen request (nil for a legacy GET stream).
+	cancel context.CancelFunc
 }
 
 var _ live.Stream = (*stream)(nil)
@@ -40,6 +42,19 @@ func (s *stream) NotifyToolsChanged(ctx context.Context) error {
 		params.Meta = sdk.Meta{sdk.MetaKeySubscriptionID: s.listenID}
 	}
 	return s.session.NotifyProgress(ctx, params)
+}
+
+// Close ends the stream because its credential was revoked. A listen
+// request's context is cancelled, so the SDK ends its response. A legacy
+// GET stream ends with its whole session: the session was bound to the
+// revoked credential's caller, and its next request would be refused by
+// the auth middleware anyway.
+func (s *stream) Close() {
+	if s.cancel != nil {
+		s.cancel()
+		return
+	}
+	go func() { _ = s.session.Close() }()
 }
 
 // send rewrites the marked progress notification into list_changed.
@@ -66,7 +81,10 @@ func (h *Handler) listen(ctx context.Context, method string, req sdk.Request, ne
 		if pk != nil {
 			_ = json.Unmarshal(pk.ID, &id)
 		}
-		unregister := h.streams.Open(ctx, &stream{p: p, session: ss, ctx: ctx, listenID: id})
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		unregister := h.streams.Open(ctx, &stream{p: p, session: ss, ctx: ctx, listenID: id, cancel: cancel})
 		defer unregister()
 	}
 	return next(ctx, method, req)

@@ -45,6 +45,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// TracerProvider, when set, traces every request. Nil means no tracing.
 	TracerProvider trace.TracerProvider
+	// TrustedProxies are the networks whose X-Forwarded-For header is
+	// believed when naming the client (rate limits, logs). Empty means the
+	// peer address, always: a client cannot choose its own address.
+	TrustedProxies []*net.IPNet
 	// ErrorHandler renders errors returned by handlers; nil uses a plain
 	// JSON {"error":{"code","message"}} renderer for echo.HTTPError only.
 	ErrorHandler echo.HTTPErrorHandler
@@ -82,6 +86,14 @@ func New(o Options) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(discard{})
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(o.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range o.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 	e.HTTPErrorHandler = o.ErrorHandler
 	if e.HTTPErrorHandler == nil {
 		e.HTTPErrorHandler = plainErrorHandler()

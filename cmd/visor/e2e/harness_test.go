@@ -249,7 +249,9 @@ type rpcMessage struct {
 type listener struct {
 	Changed chan rpcMessage
 	Ack     rpcMessage // a listen stream's acknowledgment
-	cancel  context.CancelFunc
+	// Done is closed when the server ends the stream (or Close does).
+	Done   chan struct{}
+	cancel context.CancelFunc
 }
 
 // Close ends the stream.
@@ -388,8 +390,9 @@ func listenLegacy(t testing.TB, r *replica, token string) *listener {
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	l := &listener{Changed: make(chan rpcMessage, 16), cancel: cancel}
+	l := &listener{Changed: make(chan rpcMessage, 16), Done: make(chan struct{}), cancel: cancel}
 	go func() {
+		defer close(l.Done)
 		defer resp.Body.Close()
 		readSSE(resp.Body, func(m rpcMessage) {
 			if m.Method == "notifications/tools/list_changed" {
@@ -425,9 +428,10 @@ func listenModernFor(t testing.TB, r *replica, token string, notifications map[s
 		raw, _ := io.ReadAll(resp.Body)
 		t.Fatalf("subscriptions/listen: %d %s", resp.StatusCode, raw)
 	}
-	l := &listener{Changed: make(chan rpcMessage, 16), cancel: cancel}
+	l := &listener{Changed: make(chan rpcMessage, 16), Done: make(chan struct{}), cancel: cancel}
 	acked := make(chan rpcMessage, 1)
 	go func() {
+		defer close(l.Done)
 		defer resp.Body.Close()
 		first := true
 		readSSE(resp.Body, func(m rpcMessage) {
