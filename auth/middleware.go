@@ -144,9 +144,16 @@ func (r *Resolver) tenantOfPath(c echo.Context) (identity.Tenant, error) {
 	if !identity.ValidSlug(slug) {
 		return identity.Tenant{}, fault.New(fault.NotFound, "no such tenant")
 	}
+	t, epoch, ok := r.cache.tenant(slug)
+	if ok {
+		return t, nil
+	}
 	t, err := r.store.TenantBySlug(c.Request().Context(), slug)
 	if fault.Is(err, fault.NotFound) {
 		return t, fault.New(fault.NotFound, "no such tenant")
+	}
+	if err == nil {
+		r.cache.putTenant(t, epoch)
 	}
 	return t, err
 }

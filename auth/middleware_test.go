@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
@@ -37,9 +36,12 @@ func newKeyEnv(t *testing.T) *keyEnv {
 	db := pgtest.New(t)
 	store := postgres.NewIdentityStore(db)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := identity.NewService(store, changes.Discard{}, log)
+	// The resolver hears the service's change events, as on the replica
+	// that makes a change (cmd/visor also forwards them to Redis).
+	resolver := auth.NewResolver(store, store, auth.NewURLs("https://visor.test"), log)
+	svc := identity.NewService(store, resolver, log)
 	ctx := context.Background()
-	env := &keyEnv{db: db, svc: svc}
+	env := &keyEnv{db: db, svc: svc, resolver: resolver}
 	var err error
 	env.a, err = svc.CreateTenant(ctx, "acme", "Acme")
 	require.NoError(t, err)
@@ -47,7 +49,6 @@ func newKeyEnv(t *testing.T) *keyEnv {
 	require.NoError(t, err)
 	env.agentA, err = svc.CreateAgent(ctx, env.a.ID, identity.NewAgent{Name: "ada"})
 	require.NoError(t, err)
-	env.resolver = auth.NewResolver(store, store, auth.NewURLs("https://visor.test"), log)
 	env.creds = postgres.NewCredentialStore(db)
 	env.rounds = auth.NewRounds(env.creds, store)
 	env.resolver.Rounds = env.rounds

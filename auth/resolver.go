@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"strings"
 	"time"
@@ -48,6 +49,7 @@ type Resolver struct {
 	locator  KeyLocator
 	urls     URLs
 	verified *verifyCache
+	cache    *credCache
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -70,7 +72,15 @@ const VerifyCacheTTL = 5 * time.Minute
 // admin route lacks a tenant.
 func NewResolver(store Store, locator KeyLocator, urls URLs, log *slog.Logger) *Resolver {
 	return &Resolver{store: store, locator: locator, urls: urls, log: log, now: time.Now,
-		verified: newVerifyCache(VerifyCacheTTL, 100_000, time.Now)}
+		verified: newVerifyCache(VerifyCacheTTL, 100_000, time.Now),
+		cache:    newCredCache(CredentialCacheTTL, 100_000, time.Now)}
+}
+
+// SetCacheTTL changes how long resolved tenants and principals are
+// remembered (CredentialCacheTTL by default); zero turns the cache off.
+// Call it before serving.
+func (r *Resolver) SetCacheTTL(ttl time.Duration) {
+	r.cache = newCredCache(min(ttl, CredentialCacheTTL), 100_000, r.cache.now)
 }
 
 // URLs returns the public URLs the resolver names in its challenges.
@@ -80,62 +90,97 @@ func unauthorized(msg string) error { return fault.New(fault.Unauthorized, "%s",
 
 // Resolve returns the principal of token inside tenant t. Every failure is
 // fault.Unauthorized except a storage failure, which is returned as is.
+//
+// A success is remembered for at most CredentialCacheTTL (and never past a
+// key's expiry), until a change event of the tenant reaches Forget:
+// revoking a credential through the services is refused at once on the
+// replica that made the change, on the others once the event arrives, and
+// everywhere within the TTL if the event is lost.
 func (r *Resolver) Resolve(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error) {
-	switch {
-	case token == "":
+	if token == "" {
 		return identity.Principal{}, errNoToken
+	}
+	sum := sha256.Sum256([]byte(token))
+	p, epoch, ok := r.cache.principal(t.ID, sum)
+	if ok {
+		return p, nil
+	}
+	p, expires, err := r.resolve(ctx, t, token)
+	if err == nil {
+		r.cache.putPrincipal(t.ID, sum, p, expires, epoch)
+	}
+	return p, err
+}
+
+// resolve reads token's principal from the stores, with the credential's
+// own expiry when known.
+func (r *Resolver) resolve(ctx context.Context, t identity.Tenant, token string) (identity.Principal, time.Time, error) {
+	var p identity.Principal
+	var err error
+	switch {
 	case strings.HasPrefix(token, "vsk_"):
 		return r.resolveKey(ctx, t, token)
 	case strings.HasPrefix(token, RoundTokenPrefix):
 		if r.Rounds == nil {
-			return identity.Principal{}, unauthorized("round tokens are not accepted here")
+			return p, time.Time{}, unauthorized("round tokens are not accepted here")
 		}
-		return r.Rounds.ResolveToken(ctx, t, token)
+		p, err = r.Rounds.ResolveToken(ctx, t, token)
 	case r.OAuth != nil:
-		return r.OAuth.ResolveToken(ctx, t, token)
+		p, err = r.OAuth.ResolveToken(ctx, t, token)
+	default:
+		err = unauthorized("the bearer token is not valid")
 	}
-	return identity.Principal{}, unauthorized("the bearer token is not valid")
+	return p, time.Time{}, err
 }
 
 // RoundTokenPrefix starts every round token.
 const RoundTokenPrefix = "vsr_"
 
-// resolveKey checks an API key. The key row (and its agent) is read on
-// every request so revocation, expiry and trashing take effect at once on
-// every replica; only the argon2id verification is cached.
-func (r *Resolver) resolveKey(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error) {
+// resolveKey checks an API key against its row (and its agent's) and
+// returns the principal and the key's expiry (zero when it has none). The
+// argon2id verification is cached separately, tied to the stored hash.
+func (r *Resolver) resolveKey(ctx context.Context, t identity.Tenant, token string) (identity.Principal, time.Time, error) {
+	p, k, err := r.readKey(ctx, t, token)
+	var exp time.Time
+	if err == nil && k.ExpiresAt != nil {
+		exp = *k.ExpiresAt
+	}
+	return p, exp, err
+}
+
+func (r *Resolver) readKey(ctx context.Context, t identity.Tenant, token string) (identity.Principal, identity.Key, error) {
 	id, secret, ok := identity.ParseKeyToken(token)
 	if !ok {
-		return identity.Principal{}, unauthorized("the API key is malformed")
+		return identity.Principal{}, identity.Key{}, unauthorized("the API key is malformed")
 	}
 	// Key ids are global; reading through the URL's tenant makes a key of
 	// another tenant look exactly like a missing one.
 	k, err := r.store.Key(ctx, t.ID, id)
 	if fault.Is(err, fault.NotFound) {
-		return identity.Principal{}, unauthorized("the API key is not valid")
+		return identity.Principal{}, k, unauthorized("the API key is not valid")
 	}
 	if err != nil {
-		return identity.Principal{}, err
+		return identity.Principal{}, k, err
 	}
 	if k.TenantID != t.ID || !r.verified.verify(token, k.SecretHash, secret) {
-		return identity.Principal{}, unauthorized("the API key is not valid")
+		return identity.Principal{}, k, unauthorized("the API key is not valid")
 	}
 	if !k.Live(r.now()) {
-		return identity.Principal{}, unauthorized("the API key is revoked or expired")
+		return identity.Principal{}, k, unauthorized("the API key is revoked or expired")
 	}
 	p := identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator,
 		CredentialID: "key:" + k.ID.String(), Scopes: k.Scopes}
 	if k.Kind == identity.KeyAgent {
 		a, err := r.store.Agent(ctx, t.ID, k.AgentID)
 		if fault.Is(err, fault.NotFound) || (err == nil && a.Status != identity.AgentActive) {
-			return identity.Principal{}, unauthorized("the API key's agent is in the trash or gone")
+			return identity.Principal{}, k, unauthorized("the API key's agent is in the trash or gone")
 		}
 		if err != nil {
-			return identity.Principal{}, err
+			return identity.Principal{}, k, err
 		}
 		p.Kind, p.AgentID = identity.KindEmployee, a.ID
 	}
-	return p, nil
+	return p, k, nil
 }
 
 // tenantOfKey returns the tenant a key token belongs to, for admin routes

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
@@ -26,6 +27,10 @@ type Rounds struct {
 	store  credentials.Store
 	agents Store
 	now    func() time.Time
+
+	// Changes hears every revocation, so replicas drop cached principals
+	// (nil: nobody is told, and caches expire on their TTL).
+	Changes changes.Publisher
 }
 
 // NewRounds returns Rounds on the given stores.
@@ -77,6 +82,18 @@ func (r *Rounds) Mint(ctx context.Context, tenantID, agentID, taskID uuid.UUID, 
 		return credentials.RoundToken{}, "", err
 	}
 	return rt, RoundTokenPrefix + hex.EncodeToString(rt.ID[:]) + "_" + secret, nil
+}
+
+// Revoke revokes a round token of the tenant and announces it.
+func (r *Rounds) Revoke(ctx context.Context, tenantID, id uuid.UUID) error {
+	if err := r.store.RevokeRoundToken(ctx, tenantID, id); err != nil {
+		return err
+	}
+	if r.Changes != nil {
+		// A lost event is repaired by the caches' TTL; the revocation is durable.
+		_ = r.Changes.Publish(ctx, changes.Event{TenantID: tenantID, Kind: changes.KeyChanged})
+	}
+	return nil
 }
 
 // ResolveToken implements TokenResolver for "vsr_" tokens: an employee

@@ -1,7 +1,8 @@
 // Package worker runs Visor's background jobs on River, the Postgres-backed
-// queue: sandbox runs, computer-use sessions, responsibility wake-ups, grant
-// expiry and cleanup. Each area adds its job kinds and periodic jobs to a
-// Registry; cmd/visor builds the Registry and either runs it (`visor
+// queue. Today those are housekeeping: expired OAuth rows (auth/oauth) and
+// long-revoked API keys (PruneKeysWorker); the slow tool families (sandbox
+// runs, computer-use sessions, responsibility wake-ups) will join them. Each
+// area adds its job kinds and periodic jobs to a Registry; cmd/visor builds the Registry and either runs it (`visor
 // worker`, `visor dev`) or only inserts jobs (`visor serve`).
 package worker
 

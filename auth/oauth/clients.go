@@ -5,9 +5,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/ory/fosite"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
@@ -84,4 +86,25 @@ func (l *clientLoader) fositeClient(t identity.Tenant, c credentials.Client) fos
 		},
 		TokenEndpointAuthMethod: c.AuthMethod,
 	}
+}
+
+// RevokeConsent withdraws a member's consent for a client, revoking the
+// client's tokens for the member, and announces it so no replica keeps
+// answering from a cached token.
+func (s *Server) RevokeConsent(ctx context.Context, tenantID, memberID uuid.UUID, clientID string) error {
+	if err := s.store.RevokeConsent(ctx, tenantID, memberID, clientID); err != nil {
+		return err
+	}
+	s.identity.Announce(ctx, changes.Event{TenantID: tenantID, Kind: changes.ClientChanged})
+	return nil
+}
+
+// DeleteClient deletes a client with its tokens and consents, and
+// announces it.
+func (s *Server) DeleteClient(ctx context.Context, tenantID uuid.UUID, clientID string) error {
+	if err := s.store.DeleteClient(ctx, tenantID, clientID); err != nil {
+		return err
+	}
+	s.identity.Announce(ctx, changes.Event{TenantID: tenantID, Kind: changes.ClientChanged})
+	return nil
 }

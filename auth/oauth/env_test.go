@@ -67,7 +67,14 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 	e.db = pgtest.New(t)
 	ids := postgres.NewIdentityStore(e.db)
 	e.ids = ids
-	e.svc = identity.NewService(ids, changes.Discard{}, log)
+	// The resolver (built below, once the base URL is known) hears the
+	// service's change events, as on the replica that makes a change.
+	e.svc = identity.NewService(ids, publishFunc(func(ctx context.Context, ev changes.Event) error {
+		if e.resolver == nil {
+			return nil
+		}
+		return e.resolver.Publish(ctx, ev)
+	}), log)
 	e.creds = postgres.NewCredentialStore(e.db)
 	ctx := context.Background()
 	var err error
@@ -136,6 +143,11 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 	e.handler = ec
 	return e
 }
+
+// publishFunc is a changes.Publisher made of a function.
+type publishFunc func(context.Context, changes.Event) error
+
+func (f publishFunc) Publish(ctx context.Context, e changes.Event) error { return f(ctx, e) }
 
 // serveDoc publishes a client metadata document at path on the docs server
 // and returns its URL. body may use %s for the URL itself.

@@ -41,7 +41,9 @@ func TestMemberRoleBoundsTheGrant(t *testing.T) {
 	status, pr, _ := e.call("acme", otr.AccessToken)
 	require.Equal(t, http.StatusOK, status)
 	require.True(t, pr.HasScope(identity.ScopeToolsWrite))
-	_, err = e.svc.Store().UpdateMember(ctx, e.a.ID, e.alice.ID, func(m *identity.Member) error { m.Role = identity.RoleViewer; return nil })
+	_, err = e.svc.CreateMember(ctx, e.a.ID, "olga@acme.test", password, identity.RoleOwner) // alice is not the last owner
+	require.NoError(t, err)
+	_, err = e.svc.SetMemberRole(ctx, e.a.ID, e.alice.ID, identity.RoleViewer)
 	require.NoError(t, err)
 	status, pr, _ = e.call("acme", otr.AccessToken)
 	require.Equal(t, http.StatusOK, status)

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/handler/pkce"
 	fstorage "github.com/ory/fosite/storage"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
@@ -166,7 +169,31 @@ func (s *fositeStore) revoke(ctx context.Context, kind credentials.TokenKind, re
 	if err != nil {
 		return err
 	}
-	return s.store.RevokeGrant(ctx, t.ID, kind, requestID)
+	if err := s.store.RevokeGrant(ctx, t.ID, kind, requestID); err != nil {
+		return err
+	}
+	if m, ok := ctx.Value(revokedKey{}).(*revoked); ok {
+		m.tenant.Store(&t.ID)
+	}
+	return nil
+}
+
+type revokedKey struct{}
+
+// revoked notes, for the handler that runs fosite, that a grant was
+// revoked during the request: fosite commits its transaction before
+// returning, so the handler announces the change after the commit.
+type revoked struct{ tenant atomic.Pointer[uuid.UUID] }
+
+// watchRevocations returns ctx noting revocations, and a function that
+// announces them (once fosite is done and its transaction committed).
+func (s *Server) watchRevocations(ctx context.Context) (context.Context, func()) {
+	m := &revoked{}
+	return context.WithValue(ctx, revokedKey{}, m), func() {
+		if id := m.tenant.Load(); id != nil {
+			s.identity.Announce(ctx, changes.Event{TenantID: *id, Kind: changes.ClientChanged})
+		}
+	}
 }
 
 // GetClient loads a client of the context's tenant; an https client_id is

@@ -15,7 +15,8 @@ import (
 // MCP endpoint.
 func (s *Server) token(c echo.Context) error {
 	req := c.Request()
-	ctx := req.Context()
+	ctx, announce := s.watchRevocations(req.Context())
+	defer announce() // a refresh rotates, a reused refresh token or code revokes its grant
 	t, _ := auth.TenantFrom(ctx)
 	w := c.Response()
 	sess := &Session{}
@@ -46,8 +47,9 @@ func (s *Server) token(c echo.Context) error {
 // revoke is the RFC 7009 revocation endpoint. Revoking either token of a
 // grant revokes the whole grant.
 func (s *Server) revoke(c echo.Context) error {
-	ctx := c.Request().Context()
+	ctx, announce := s.watchRevocations(c.Request().Context())
 	err := s.provider.NewRevocationRequest(ctx, c.Request())
+	announce()
 	s.logServerError(ctx, "revocation", err)
 	s.provider.WriteRevocationResponse(ctx, c.Response(), err)
 	return nil

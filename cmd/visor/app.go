@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/exaring/otelpgx"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -34,11 +36,14 @@ type app struct {
 	// grants is the scoped-grants service (capability_request, approvals).
 	grants *grants.Service
 	stop   []func()
+	// local drops this replica's caches for the changes it commits itself.
+	local localChanges
 }
 
 type appNeeds struct {
 	redis       bool // open Redis
 	schemaCheck bool // refuse a schema that is behind
+	announce    bool // publish committed changes on Redis when it is reachable
 }
 
 // openApp connects to what the command needs. Every failure is one line
@@ -64,6 +69,18 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 			return nil, err
 		}
 		a.stop = append(a.stop, func() { _ = a.rdb.Close() })
+	} else if need.announce {
+		// Best effort: without Redis the change still commits, and replicas
+		// drop their cached credentials within auth.CredentialCacheTTL.
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		a.rdb, err = openRedis(rctx, cfg, tp)
+		cancel()
+		if err != nil {
+			log.Warn("cannot announce changes to running replicas; they notice within seconds", "err", err)
+			a.rdb, err = nil, nil
+		} else {
+			a.stop = append(a.stop, func() { _ = a.rdb.Close() })
+		}
 	}
 	a.ids = identity.NewService(postgres.NewIdentityStore(a.db), a.publisher(), log)
 	a.grants = grants.NewService(postgres.NewGrantStore(a.db), a.ids.Store(), a.publisher(), tools.Match, log)
@@ -75,9 +92,36 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 // against the policy version).
 func (a *app) publisher() changes.Publisher {
 	if a.rdb == nil {
-		return changes.Discard{}
+		return &a.local
 	}
-	return redisx.NewBus(a.rdb.Client)
+	return changes.Multi{&a.local, redisx.NewBus(a.rdb.Client)}
+}
+
+// localChanges hands the changes this process commits to its own caches
+// (resolved credentials, policy rows) before they go to Redis, so the
+// replica that revokes a credential refuses it on its very next request.
+// Other replicas hear the change from Redis (startLive).
+type localChanges struct {
+	mu     sync.Mutex
+	forget []func(tenantID, agentID uuid.UUID)
+}
+
+// hear adds f to what is called for every change committed here.
+func (l *localChanges) hear(f func(tenantID, agentID uuid.UUID)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forget = append(l.forget, f)
+}
+
+// Publish calls every forget function for e.
+func (l *localChanges) Publish(_ context.Context, e changes.Event) error {
+	l.mu.Lock()
+	fs := l.forget
+	l.mu.Unlock()
+	for _, f := range fs {
+		f(e.TenantID, e.AgentID)
+	}
+	return nil
 }
 
 // Close releases everything openApp opened, newest first.

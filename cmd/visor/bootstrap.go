@@ -15,8 +15,9 @@ import (
 // The bootstrap commands manage tenants, members, agents and keys straight
 // in Postgres, for operators without the dashboard (or before it has a
 // first owner). They go through identity.Service like every other writer.
-// Without Redis they announce nothing; serving replicas pick the changes
-// up by reconciling against the tenant's policy version.
+// They announce changes on Redis when it is reachable; without it, serving
+// replicas still pick the changes up by reconciling against the tenant's
+// policy version.
 
 type action struct {
 	name, args, help string
@@ -61,7 +62,7 @@ func bootstrapCommand(name, summary, detail string, actions ...action) command {
 				if err != nil {
 					return err
 				}
-				a, err := openApp(ctx, cfg, newLogger(cfg, e.stderr), nil, appNeeds{schemaCheck: true})
+				a, err := openApp(ctx, cfg, newLogger(cfg, e.stderr), nil, appNeeds{schemaCheck: true, announce: true})
 				if err != nil {
 					return err
 				}

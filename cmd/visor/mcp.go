@@ -42,10 +42,17 @@ func (a *app) mountMCP(s *server.Server, resolver *auth.Resolver, trail *postgre
 		d.grants = tools.NoGrants{}
 	}
 	subjects := tools.NewSubjects(store, d.grants, subjectCacheTTL)
+	// Every change this replica commits or hears drops the policy's
+	// cached rows and the resolver's cached credentials of the tenant.
+	forget := func(tenantID, agentID uuid.UUID) {
+		resolver.Forget(tenantID, agentID)
+		subjects.Forget(tenantID, agentID)
+	}
+	a.local.hear(forget)
 	var streams live.Streams = live.NoStreams{}
 	if d.streams != nil {
 		var err error
-		if streams, err = d.streams(tools.VisibleFunc(reg, subjects), subjects.Forget); err != nil {
+		if streams, err = d.streams(tools.VisibleFunc(reg, subjects), forget); err != nil {
 			return err
 		}
 	}

@@ -56,6 +56,7 @@ func (a *app) mountOAuth(e *echo.Echo, resolver *auth.Resolver, baseURL string) 
 	}
 	as.Attach(resolver)
 	rounds := auth.NewRounds(creds, postgres.NewIdentityStore(a.db))
+	rounds.Changes = a.publisher()
 	resolver.Rounds = rounds
 	as.Register(e, resolver.LoadTenant())
 	return []api.Resource{api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds)}, nil

@@ -46,3 +46,19 @@ type Discard struct{}
 
 // Publish drops e.
 func (Discard) Publish(context.Context, Event) error { return nil }
+
+// Multi is a Publisher that publishes to each of its publishers in order,
+// for example this replica's caches first and the bus second. Every one is
+// tried; the first error is returned.
+type Multi []Publisher
+
+// Publish publishes e to every publisher.
+func (m Multi) Publish(ctx context.Context, e Event) error {
+	var first error
+	for _, p := range m {
+		if err := p.Publish(ctx, e); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

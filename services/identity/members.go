@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
 )
 
@@ -19,10 +20,16 @@ func (s *Service) SetMemberRole(ctx context.Context, tenantID, id uuid.UUID, rol
 			return Member{}, err
 		}
 	}
-	return s.store.UpdateMember(ctx, tenantID, id, func(m *Member) error {
+	m, err := s.store.UpdateMember(ctx, tenantID, id, func(m *Member) error {
 		m.Role = role
 		return nil
 	})
+	if err != nil {
+		return Member{}, err
+	}
+	// The role bounds the scopes of the member's OAuth tokens.
+	s.publish(ctx, changes.Event{TenantID: tenantID, Kind: changes.ClientChanged})
+	return m, nil
 }
 
 // RemoveMember deletes a member. Removing the tenant's last owner is
@@ -31,7 +38,11 @@ func (s *Service) RemoveMember(ctx context.Context, tenantID, id uuid.UUID) erro
 	if err := s.keepAnOwner(ctx, tenantID, id); err != nil {
 		return err
 	}
-	return s.store.DeleteMember(ctx, tenantID, id)
+	if err := s.store.DeleteMember(ctx, tenantID, id); err != nil {
+		return err
+	}
+	s.publish(ctx, changes.Event{TenantID: tenantID, Kind: changes.ClientChanged})
+	return nil
 }
 
 // keepAnOwner refuses a change that would leave the tenant without an

@@ -39,6 +39,12 @@ func (s *Service) publish(ctx context.Context, e changes.Event) {
 	}
 }
 
+// Announce publishes a committed change to credentials kept outside this
+// service (OAuth grants and consents, round tokens), so every replica drops
+// what it cached about the tenant. Like every publication it is logged,
+// not returned, on failure.
+func (s *Service) Announce(ctx context.Context, e changes.Event) { s.publish(ctx, e) }
+
 // CreateTenant validates and creates a tenant.
 func (s *Service) CreateTenant(ctx context.Context, slug, name string) (Tenant, error) {
 	slug = strings.TrimSpace(slug)

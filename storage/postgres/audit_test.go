@@ -27,7 +27,9 @@ type auditEnv struct {
 	a, b identity.Tenant
 }
 
-func newAuditLog(t *testing.T) (*postgres.AuditLog, auditEnv) {
+func newAuditLog(t *testing.T) (*postgres.AuditLog, auditEnv) { return newAuditLogTB(t) }
+
+func newAuditLogTB(t testing.TB) (*postgres.AuditLog, auditEnv) {
 	db := pgtest.New(t)
 	svc := identity.NewService(postgres.NewIdentityStore(db), changes.Discard{}, discardLogger())
 	env := auditEnv{db: db}

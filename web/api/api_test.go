@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
@@ -41,8 +40,8 @@ func newFixture(t *testing.T, authn func(r *auth.Resolver) echo.MiddlewareFunc) 
 	db := pgtest.New(t)
 	store := postgres.NewIdentityStore(db)
 	log := slog.New(slog.DiscardHandler)
-	ids := identity.NewService(store, changes.Discard{}, log)
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
+	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
 	mw := resolver.AdminMiddleware()
 	if authn != nil {
 		mw = authn(resolver)

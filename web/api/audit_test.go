@@ -18,7 +18,6 @@ import (
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/audit"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
@@ -31,12 +30,12 @@ func TestAuditListFiltersExportAndIsolation(t *testing.T) {
 	db := pgtest.New(t)
 	store := postgres.NewIdentityStore(db)
 	log := slog.New(slog.DiscardHandler)
-	ids := identity.NewService(store, changes.Discard{}, log)
+	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
+	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
 	trail := postgres.NewAuditLog(db, 2, log)
 	require.NoError(t, trail.Start(ctx))
 	t.Cleanup(trail.Stop)
 	res := postgres.NewReservationStore(db)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
 	e := echo.New()
 	e.HTTPErrorHandler = api.ErrorHandler(log)
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})

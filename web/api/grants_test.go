@@ -34,9 +34,9 @@ func newGrantsFixture(t *testing.T) *grantsFixture {
 	db := pgtest.New(t)
 	store := postgres.NewIdentityStore(db)
 	log := slog.New(slog.DiscardHandler)
-	ids := identity.NewService(store, changes.Discard{}, log)
-	svc := grants.NewService(postgres.NewGrantStore(db), store, changes.Discard{}, tools.Match, log)
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
+	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
+	svc := grants.NewService(postgres.NewGrantStore(db), store, changes.Discard{}, tools.Match, log)
 	e := echo.New()
 	e.HTTPErrorHandler = api.ErrorHandler(log)
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})

@@ -16,7 +16,6 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/auth/oauth"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
@@ -41,12 +40,14 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	store := postgres.NewIdentityStore(db)
 	creds := postgres.NewCredentialStore(db)
 	log := slog.New(slog.DiscardHandler)
-	ids := identity.NewService(store, changes.Discard{}, log)
-	ctx := context.Background()
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
+	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
+	ctx := context.Background()
 	as, err := oauth.New(ctx, oauth.Config{BaseURL: "http://visor.test"}, creds, ids, log)
 	require.NoError(t, err)
 	rounds := auth.NewRounds(creds, store)
+	rounds.Changes = resolver
+	resolver.Rounds = rounds
 	e := echo.New()
 	e.HTTPErrorHandler = api.ErrorHandler(log)
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
@@ -133,7 +134,11 @@ func TestRoundTokensAPI(t *testing.T) {
 		`{"task_id":"6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10","ttl_seconds":999999}`, nil))
 
 	require.Equal(t, http.StatusNotFound, f.do(http.MethodDelete, "/api/v1/tenants/globex/round-tokens/"+rt.ID.String(), f.keyB, "", nil))
+	// The round token authenticates (and is cached) until it is revoked;
+	// revocation announces the change, so the next request is refused.
+	require.NotEqual(t, http.StatusUnauthorized, f.do(http.MethodGet, "/api/v1/tenants/acme/agents", rt.Token, "", nil))
 	require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/tenants/acme/round-tokens/"+rt.ID.String(), f.keyA, "", nil))
+	require.Equal(t, http.StatusUnauthorized, f.do(http.MethodGet, "/api/v1/tenants/acme/agents", rt.Token, "", nil))
 }
 
 func TestConsentsAPI(t *testing.T) {

@@ -134,7 +134,7 @@ func (r OAuthClients) revokeConsent(c echo.Context) error {
 	if err != nil {
 		return fault.New(fault.NotFound, "consent not found")
 	}
-	if err := r.store.RevokeConsent(c.Request().Context(), tenant(c).ID, mid, id); err != nil {
+	if err := r.server.RevokeConsent(c.Request().Context(), tenant(c).ID, mid, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -177,7 +177,7 @@ func (r OAuthClients) remove(c echo.Context) error {
 	if err != nil {
 		return fault.New(fault.NotFound, "client not found")
 	}
-	if err := r.store.DeleteClient(c.Request().Context(), tenant(c).ID, id); err != nil {
+	if err := r.server.DeleteClient(c.Request().Context(), tenant(c).ID, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

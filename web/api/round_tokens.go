@@ -75,7 +75,7 @@ func (r RoundTokens) revoke(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.store.RevokeRoundToken(c.Request().Context(), tenant(c).ID, id); err != nil {
+	if err := r.rounds.Revoke(c.Request().Context(), tenant(c).ID, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -16,7 +16,6 @@ import (
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/catalog"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
@@ -41,14 +40,14 @@ func newStack(t *testing.T) *stack {
 	db := pgtest.New(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store := postgres.NewIdentityStore(db)
-	ids := identity.NewService(store, changes.Discard{}, logger)
+	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), logger)
+	ids := identity.NewService(store, resolver, logger) // the resolver hears committed changes
 	al := postgres.NewAuditLog(db, 4, logger)
 	require.NoError(t, al.Start(ctx))
 	t.Cleanup(al.Stop)
 	fam := agents.NewService(ids, store, postgres.NewReservationStore(db))
 	reg := catalog.New(fam)
 	ep := New(reg, tools.NewSubjects(store, tools.NoGrants{}, 0), al, live.NoStreams{}, Options{})
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), logger)
 	e := echo.New()
 	ep.Register(e, resolver.Middleware(""))
 	srv := httptest.NewServer(e)
