@@ -306,3 +306,49 @@ func TestResultWithheldWithoutDurableAudit(t *testing.T) {
 	require.EqualValues(t, -32603, e["code"])
 	require.NotContains(t, r.body, "secret result")
 }
+
+// TestStreamCloseEndsOnlyThatStream: when the hub closes a listen stream
+// whose credential was revoked, that response ends cleanly, nothing more is
+// written on it, and the other streams stay open.
+func TestStreamCloseEndsOnlyThatStream(t *testing.T) {
+	f := newFixture(t)
+	ep := New(tools.NewRegistry(), tools.NewSubjects(f.dir, tools.NoGrants{}, 0), f.audit, f.hub, Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep.ServeTenant(w, r.WithContext(identity.WithPrincipal(r.Context(), f.tokens["op"])), "acme")
+	}))
+	defer srv.Close()
+	defer ep.Close() // before srv.Close, which waits for held streams
+	listen := func(id int) chan error {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},%s}}`, id, modernMeta)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		for k, v := range modernHeaders("subscriptions/listen", "") {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { _, err := io.ReadAll(resp.Body); resp.Body.Close(); done <- err }()
+		return done
+	}
+	held := listen(1)
+	first := f.hub.wait(t, 1)[0]
+	other := listen(2)
+	f.hub.wait(t, 2)
+
+	first.Close()
+	select {
+	case err := <-held:
+		require.NoError(t, err, "the response ends cleanly")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the closed listen stream is still open")
+	}
+	require.ErrorIs(t, first.NotifyToolsChanged(context.Background()), errStreamClosed, "nothing is written after Close")
+	f.hub.wait(t, 1)
+	select {
+	case <-other:
+		t.Fatal("another stream ended")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
