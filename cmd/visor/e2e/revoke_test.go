@@ -114,11 +114,59 @@ func TestLostRevocationIsRepairedByReconciliation(t *testing.T) {
 	expectOpen(t, bob, 500*time.Millisecond, "bob")
 }
 
-// TestRevokedOAuthTokenLosesItsStream: a listen stream opened with an
-// OAuth access token ends when the token is revoked (RFC 7009); one opened
-// with a token whose grant is deactivated behind the hub's back (no event,
-// no policy version) ends at the next credential sweep.
-func TestRevokedOAuthTokenLosesItsStream(t *testing.T) {
+// TestRevokedOAuthTokensAndRoundTokensLoseTheirStreams: listen streams
+// opened with an OAuth access token end when the token is revoked (RFC
+// 7009) or its client is deleted, and one opened with a round token ends
+// when the round token is revoked, all through the revocation's event (the
+// credential sweep is an hour away); an agent key's stream stays open.
+func TestRevokedOAuthTokensAndRoundTokensLoseTheirStreams(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w := newWorld(t)
+	_, err := w.ids.CreateMember(context.Background(), w.acme.ID, "owner@acme.test", "correct horse battery", identity.RoleOwner)
+	require.NoError(t, err)
+	r := startReplica(t, "A", w.dbURL, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m", "VISOR_LIVE_CREDENTIAL_CHECK_EVERY=1h")
+	base := r.base + "/t/acme"
+	redirect := "http://127.0.0.1:7777/callback"
+	cid := oauthRegister(t, base+"/oauth/register", redirect)
+	tok := oauthAuthorize(t, r, base+"/oauth/authorize", base+"/oauth/token", cid, redirect, base+"/mcp", "E2E")
+	// A second client: consent to the first is remembered, so its
+	// authorize would skip the page oauthAuthorize expects.
+	cid2 := oauthRegister(t, base+"/oauth/register", redirect)
+	tok2 := oauthAuthorize(t, r, base+"/oauth/authorize", base+"/oauth/token", cid2, redirect, base+"/mcp", "E2E")
+	var rt struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	w.api(t, r, http.MethodPost, "/tenants/acme/agents/"+w.ada.ID.String()+"/round-tokens",
+		map[string]any{"task_id": "6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10"}, &rt)
+	l := listenModern(t, r, tok.AccessToken)
+	l2 := listenModern(t, r, tok2.AccessToken)
+	round := listenModern(t, r, rt.Token)
+	bob := listenModern(t, r, w.bobKey)
+
+	res, err := http.PostForm(base+"/oauth/revoke", url.Values{"token": {tok.AccessToken}, "client_id": {cid}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	expectClosed(t, l, 5*time.Second, "the revoked access token's listen stream")
+	expectOpen(t, l2, 10*time.Millisecond, "another grant's stream")
+	expectOpen(t, round, 10*time.Millisecond, "the round token's stream")
+
+	w.api(t, r, http.MethodDelete, "/tenants/acme/oauth/clients/"+url.PathEscape(cid2), nil, nil)
+	expectClosed(t, l2, 5*time.Second, "a deleted client's stream")
+	expectOpen(t, round, 10*time.Millisecond, "the round token's stream")
+
+	w.api(t, r, http.MethodDelete, "/tenants/acme/round-tokens/"+rt.ID, nil, nil)
+	expectClosed(t, round, 5*time.Second, "the revoked round token's stream")
+	require.Equal(t, http.StatusUnauthorized, mcpStatus(t, r, rt.Token, ""))
+	expectOpen(t, bob, 300*time.Millisecond, "an agent key's stream")
+}
+
+// TestCredentialSweepClosesWhatNoEventAnnounced: an OAuth grant
+// deactivated behind the hub's back (no event, no policy version) ends its
+// stream at the next credential sweep.
+func TestCredentialSweepClosesWhatNoEventAnnounced(t *testing.T) {
 	t.Parallel()
 	srv := privateRedis(t)
 	w := newWorld(t)
@@ -129,24 +177,11 @@ func TestRevokedOAuthTokenLosesItsStream(t *testing.T) {
 	redirect := "http://127.0.0.1:7777/callback"
 	cid := oauthRegister(t, base+"/oauth/register", redirect)
 	tok := oauthAuthorize(t, r, base+"/oauth/authorize", base+"/oauth/token", cid, redirect, base+"/mcp", "E2E")
-	// A second client: consent to the first is remembered, so its
-	// authorize would skip the page oauthAuthorize expects.
-	tok2 := oauthAuthorize(t, r, base+"/oauth/authorize", base+"/oauth/token", oauthRegister(t, base+"/oauth/register", redirect), redirect, base+"/mcp", "E2E")
 	l := listenModern(t, r, tok.AccessToken)
-	l2 := listenModern(t, r, tok2.AccessToken)
 	bob := listenModern(t, r, w.bobKey)
-
-	res, err := http.PostForm(base+"/oauth/revoke", url.Values{"token": {tok.AccessToken}, "client_id": {cid}})
-	require.NoError(t, err)
-	res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	expectClosed(t, l, 5*time.Second, "the revoked access token's listen stream")
-	expectOpen(t, l2, 10*time.Millisecond, "another grant's stream")
-
-	// Revoked behind the hub's back: only the sweep can see it.
 	_, err = w.db.Pool.Exec(context.Background(), `UPDATE oauth_tokens SET active = false WHERE tenant_id = $1`, w.acme.ID)
 	require.NoError(t, err)
-	expectClosed(t, l2, 5*time.Second, "a grant deactivated without an event")
+	expectClosed(t, l, 5*time.Second, "a grant deactivated without an event")
 	expectOpen(t, bob, 10*time.Millisecond, "an agent key's stream")
 }
 
