@@ -62,7 +62,8 @@ func (s *Service) CreateKey(ctx context.Context, tenantID uuid.UUID, in NewKey) 
 	return k, token, nil
 }
 
-// RevokeKey revokes a key; it stops authenticating at once on every replica.
+// RevokeKey revokes a key and announces it: replicas stop accepting it when
+// they hear the event, and within auth.CredentialCacheTTL if it is lost.
 func (s *Service) RevokeKey(ctx context.Context, tenantID, id uuid.UUID) (Key, error) {
 	k, v, err := s.store.RevokeKey(ctx, tenantID, id)
 	if err != nil {

@@ -37,7 +37,7 @@ func (r keys) Operations() []Operation {
 		{Method: http.MethodGet, Path: p + "/:key", ID: "getKey", Tag: "keys", Access: Read,
 			Summary: "Get a key", Response: Key{}, Handler: r.get},
 		{Method: http.MethodDelete, Path: p + "/:key", ID: "revokeKey", Tag: "keys", Access: Write,
-			Summary: "Revoke a key; it stops working at once on every replica", Response: Key{}, Handler: r.revoke},
+			Summary: "Revoke a key; this replica refuses it at once, the others when the change event arrives (2 s at worst)", Response: Key{}, Handler: r.revoke},
 	}
 }
 
