@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,7 +86,11 @@ func (c *credCache) principal(tenantID uuid.UUID, sum [32]byte) (identity.Princi
 	e, ok := c.byToken[tenantID][sum]
 	epoch := c.epoch
 	c.mu.Unlock()
-	return e.p, epoch, ok && c.now().Before(e.until)
+	if !ok || !c.now().Before(e.until) {
+		return identity.Principal{}, epoch, false
+	}
+	e.p.Scopes = slices.Clone(e.p.Scopes) // callers own what they get
+	return e.p, epoch, true
 }
 
 // putPrincipal remembers p for the token digest sum until the TTL passes or
