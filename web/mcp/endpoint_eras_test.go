@@ -15,6 +15,7 @@ import (
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
 )
 
@@ -318,7 +319,7 @@ func TestStreamCloseEndsOnlyThatStream(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer ep.Close() // before srv.Close, which waits for held streams
-	listen := func(id int) chan error {
+	listen := func(id int, extra ...string) chan error {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},%s}}`, id, modernMeta)
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
 		for k, v := range modernHeaders("subscriptions/listen", "") {
@@ -326,6 +327,10 @@ func TestStreamCloseEndsOnlyThatStream(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer op")
+		for i := 0; i+1 < len(extra); i += 2 {
+			req.Header.Set(extra[i], extra[i+1])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		done := make(chan error, 1)
@@ -345,6 +350,26 @@ func TestStreamCloseEndsOnlyThatStream(t *testing.T) {
 		t.Fatal("the closed listen stream is still open")
 	}
 	require.ErrorIs(t, first.NotifyToolsChanged(context.Background()), errStreamClosed, "nothing is written after Close")
+	f.hub.wait(t, 1)
+
+	// A listen request the endpoint hands to the SDK (an unexpected
+	// Mcp-Name header does that) is held by the SDK: Close cancels it and
+	// the SDK completes the response.
+	sdkHeld := listen(3, "Mcp-Name", "x")
+	var third live.Stream
+	for _, s := range f.hub.wait(t, 2) {
+		if _, ok := s.(*stream); ok {
+			third = s
+		}
+	}
+	require.NotNil(t, third, "the SDK-held listen stream is registered")
+	third.Close()
+	select {
+	case err := <-sdkHeld:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the closed SDK-held listen stream is still open")
+	}
 	f.hub.wait(t, 1)
 	select {
 	case <-other:
