@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+)
+
+// TestDeployFilesDescribeTheStack checks deploy/ says what the README
+// promises: a multi-stage Dockerfile building a static binary that runs as
+// a non-root user, and a compose file with Postgres, Redis, a one-shot
+// migration, serve and worker wired in that order. (No image registry is
+// reachable here, so the image itself cannot be built in tests; see
+// TestStaticBinaryRunsAsNonRootInAnEmptyImage for the runtime half.)
+func TestDeployFilesDescribeTheStack(t *testing.T) {
+	t.Parallel()
+	df, err := os.ReadFile("../../deploy/Dockerfile")
+	require.NoError(t, err)
+	dockerfile := string(df)
+	require.Len(t, regexp.MustCompile(`(?m)^FROM `).FindAllString(dockerfile, -1), 2, "want a build stage and a run stage")
+	require.Regexp(t, `(?m)^FROM \S+ AS build$`, dockerfile)
+	require.Contains(t, dockerfile, "CGO_ENABLED=0", "the binary must be static")
+	require.Contains(t, dockerfile, "COPY --from=build")
+	user := regexp.MustCompile(`(?m)^USER (\S+)$`).FindStringSubmatch(dockerfile)
+	require.NotNil(t, user, "the run stage must name a user")
+	require.NotRegexp(t, `^(root|0)(:|$)`, user[1], "the image must not run as root")
+
+	raw, err := os.ReadFile("../../deploy/compose.yaml")
+	require.NoError(t, err)
+	var compose struct {
+		Services map[string]struct {
+			Image     string         `yaml:"image"`
+			Command   []string       `yaml:"command"`
+			Restart   string         `yaml:"restart"`
+			DependsOn map[string]any `yaml:"depends_on"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+	s := compose.Services
+	for _, name := range []string{"postgres", "redis", "migrate", "serve", "worker"} {
+		require.Contains(t, s, name)
+	}
+	require.Equal(t, []string{"migrate", "up"}, s["migrate"].Command)
+	require.Equal(t, "no", s["migrate"].Restart, "the migration runs once")
+	require.Equal(t, []string{"serve"}, s["serve"].Command)
+	require.Equal(t, []string{"worker"}, s["worker"].Command)
+	for _, name := range []string{"serve", "worker"} {
+		dep, ok := s[name].DependsOn["migrate"].(map[string]any)
+		require.True(t, ok, "%s must wait for the migration", name)
+		require.Equal(t, "service_completed_successfully", dep["condition"], "%s must start on a migrated schema", name)
+	}
+	_, err = os.Stat("../../deploy/visor.env.example")
+	require.NoError(t, err, "the example env file is missing")
+
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "docker compose -f deploy/compose.yaml up")
+}
+
+// TestStaticBinaryRunsAsNonRootInAnEmptyImage builds the binary the way the
+// Dockerfile does and runs it on the real Docker Engine in an image with
+// nothing else in it, as the unprivileged user the Dockerfile uses.
+func TestStaticBinaryRunsAsNonRootInAnEmptyImage(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
+		pgtest.Unavailable(t, "Docker Engine", firstLine(string(out), err))
+	}
+	dir := t.TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(dir, "visor"), ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Dockerfile"),
+		[]byte("FROM scratch\nCOPY visor /visor\nUSER 65532:65532\nENTRYPOINT [\"/visor\"]\n"), 0o644))
+
+	tag := "visor-deploy-test:" + randSuffix()
+	out, err = exec.CommandContext(ctx, "docker", "build", "-q", "-t", tag, dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() })
+
+	out, err = exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", tag, "version").CombinedOutput()
+	require.NoError(t, err, "the static binary does not run in an empty image: %s", out)
+	require.Contains(t, string(out), "visor")
+	out, err = exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Config.User}}", tag).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "65532:65532", strings.TrimSpace(string(out)))
+}
+
+func firstLine(out string, err error) error {
+	if line, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); line != "" {
+		return &cmdError{line}
+	}
+	return err
+}
+
+type cmdError struct{ msg string }
+
+func (e *cmdError) Error() string { return e.msg }
+
+func randSuffix() string { return strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "") }
