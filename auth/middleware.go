@@ -171,22 +171,19 @@ func (r *Resolver) challenge(slug, scope string, err error) string {
 // fault.Unauthorized, 404 for NotFound, 403 for Forbidden, and 503 (logged)
 // for anything else. The body is the admin API's {"error": {code, message}}.
 func (r *Resolver) fail(c echo.Context, err error, challenge string) error {
-	status := http.StatusServiceUnavailable
-	switch fault.CodeOf(err) {
+	switch code := fault.CodeOf(err); code {
 	case fault.Unauthorized:
-		status = http.StatusUnauthorized
 		if challenge != "" {
 			c.Response().Header().Set("WWW-Authenticate", challenge)
 		}
-	case fault.NotFound:
-		status = http.StatusNotFound
-	case fault.Forbidden:
-		status = http.StatusForbidden
+	case fault.NotFound, fault.Forbidden, fault.RateLimited:
 	default:
+		// A credential that could not be checked (storage down) is not the
+		// caller's fault: say so, and log the cause once.
 		r.log.ErrorContext(c.Request().Context(), "resolve principal", "err", err)
 		err = fault.New(fault.Unavailable, "cannot check credentials right now; retry")
 	}
-	return c.JSON(status, errorBody(err))
+	return c.JSON(fault.HTTPStatus(fault.CodeOf(err)), errorBody(err))
 }
 
 func errorBody(err error) map[string]any {

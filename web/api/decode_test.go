@@ -30,7 +30,7 @@ func FuzzDecode(f *testing.F) {
 			if code := fault.CodeOf(err); code != fault.Invalid && code != fault.TooLarge {
 				t.Fatalf("decode(%q) = %v (code %s); want invalid_argument", body, err, code)
 			}
-			if Status(fault.CodeOf(err)) >= 500 {
+			if fault.HTTPStatus(fault.CodeOf(err)) >= 500 {
 				t.Fatalf("decode(%q) maps to a 5xx", body)
 			}
 		}

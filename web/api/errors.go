@@ -14,29 +14,6 @@ import (
 	"github.com/visorhq/visor/services/fault"
 )
 
-// Status is the one mapping from fault codes to HTTP statuses at this edge.
-func Status(code fault.Code) int {
-	switch code {
-	case fault.Invalid:
-		return http.StatusBadRequest
-	case fault.NotFound:
-		return http.StatusNotFound
-	case fault.Conflict:
-		return http.StatusConflict
-	case fault.Forbidden:
-		return http.StatusForbidden
-	case fault.Unauthorized:
-		return http.StatusUnauthorized
-	case fault.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case fault.RateLimited:
-		return http.StatusTooManyRequests
-	case fault.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 // codeOfStatus names echo's own errors (unknown route, wrong method, body
 // too large) with the fault code of the same meaning.
 func codeOfStatus(status int) fault.Code {
@@ -95,7 +72,7 @@ func ErrorHandler(_ *slog.Logger) echo.HTTPErrorHandler {
 			body.Error = ErrorDetail{Code: string(codeOfStatus(he.Code)), Message: msg}
 		default:
 			code := fault.CodeOf(err)
-			status = Status(code)
+			status = fault.HTTPStatus(code)
 			body.Error = ErrorDetail{Code: string(code), Message: fault.Message(err)}
 		}
 		if c.Request().Method == http.MethodHead {
