@@ -109,7 +109,7 @@ func printDevBanner(w io.Writer, c devCredentials, dir string) {
 	fmt.Fprintf(w, `
 Visor is running in dev mode. Stop it with Ctrl-C.
 
-  Dashboard      %s
+  Sign-in page   %s
   MCP endpoint   %s
   Admin API      %s/api/v1  (OpenAPI: %s/api/v1/openapi.json)
 
