@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/identity"
 )
 
@@ -20,8 +21,9 @@ type ValidityStore interface {
 	// expired at now whose agent is active.
 	LiveRoundTokens(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, now time.Time) ([]uuid.UUID, error)
 	// LiveGrants returns the OAuth grants (request ids) holding an active
-	// access token unexpired at now.
-	LiveGrants(ctx context.Context, tenantID uuid.UUID, requestIDs []string, now time.Time) ([]string, error)
+	// access token unexpired at now, with their member's current role and
+	// granted scopes.
+	LiveGrants(ctx context.Context, tenantID uuid.UUID, requestIDs []string, now time.Time) ([]credentials.LiveGrant, error)
 }
 
 // Validity re-checks the credentials of principals resolved earlier, for
@@ -43,28 +45,53 @@ const (
 	credOAuth = "oauth:"
 )
 
-// StillValid reports, for each principal of tenant tenantID, whether the
-// credential named by its CredentialID still authenticates: an API key not
+// StillValid reports, for each principal of tenant tenantID, whether its
+// credential still authenticates (see Refresh).
+func (v *Validity) StillValid(ctx context.Context, tenantID uuid.UUID, ps []identity.Principal) ([]bool, error) {
+	_, valid, err := v.refresh(ctx, tenantID, ps)
+	return valid, err
+}
+
+// Refresh re-checks, for each principal of tenant tenantID, the credential
+// named by its CredentialID and returns the principal as that credential
+// would resolve now, parallel to ps; the zero Principal (no TenantID) means
+// the credential no longer authenticates. Live credentials are: an API key not
 // revoked or expired whose agent is active, an OAuth grant with a live
 // access token (not revoked, not expired, not lost to refresh-token reuse
 // or consent revocation), a round token not revoked or expired whose agent
-// is active. It is live.ValidFunc. It costs at most one query per kind of
-// credential, however many principals. Credentials that cannot hold a
-// notification stream (member sessions, the platform operator) are reported
-// valid; a malformed id is not. An error means nothing is known: the caller
-// must not treat any credential as revoked.
-func (v *Validity) StillValid(ctx context.Context, tenantID uuid.UUID, ps []identity.Principal) ([]bool, error) {
-	out := make([]bool, len(ps))
+// is active. An OAuth principal comes back with its grant's scopes bounded
+// by its member's current role (RoleScopes, as on every request), so a
+// demotion or promotion shows; every other principal comes back unchanged.
+// It is live.ValidFunc. It costs at most one query per kind of credential,
+// however many principals. Credentials that cannot hold a notification
+// stream (member sessions, the platform operator) are reported valid
+// (unchanged); a malformed id is not. An error means nothing is known: the
+// caller must not treat any credential as revoked or changed.
+func (v *Validity) Refresh(ctx context.Context, tenantID uuid.UUID, ps []identity.Principal) ([]identity.Principal, error) {
+	fresh, valid, err := v.refresh(ctx, tenantID, ps)
+	if err != nil {
+		return nil, err
+	}
+	for i := range fresh {
+		if !valid[i] {
+			fresh[i] = identity.Principal{}
+		}
+	}
+	return fresh, nil
+}
+
+func (v *Validity) refresh(ctx context.Context, tenantID uuid.UUID, ps []identity.Principal) ([]identity.Principal, []bool, error) {
+	valid := make([]bool, len(ps))
 	var keys, rounds []uuid.UUID
 	var grants []string
 	for i, p := range ps {
-		out[i] = true
+		valid[i] = true
 		switch {
 		case strings.HasPrefix(p.CredentialID, credKey), strings.HasPrefix(p.CredentialID, credRound):
 			pre, rest, _ := strings.Cut(p.CredentialID, ":")
 			id, err := uuid.Parse(rest)
 			if err != nil {
-				out[i] = false
+				valid[i] = false
 				continue
 			}
 			if pre+":" == credKey {
@@ -79,31 +106,41 @@ func (v *Validity) StillValid(ctx context.Context, tenantID uuid.UUID, ps []iden
 	now := v.now()
 	liveKeys, err := v.store.LiveKeys(ctx, tenantID, keys, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	liveRounds, err := v.store.LiveRoundTokens(ctx, tenantID, rounds, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	liveGrants, err := v.store.LiveGrants(ctx, tenantID, grants, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	live := make(map[string]bool, len(liveKeys)+len(liveRounds)+len(liveGrants))
+	live := make(map[string]bool, len(liveKeys)+len(liveRounds))
 	for _, id := range liveKeys {
 		live[credKey+id.String()] = true
 	}
 	for _, id := range liveRounds {
 		live[credRound+id.String()] = true
 	}
-	for _, id := range liveGrants {
-		live[credOAuth+id] = true
+	byGrant := make(map[string]credentials.LiveGrant, len(liveGrants))
+	for _, g := range liveGrants {
+		byGrant[credOAuth+g.RequestID] = g
 	}
+	out := make([]identity.Principal, len(ps))
 	for i, p := range ps {
-		if out[i] && (strings.HasPrefix(p.CredentialID, credKey) || strings.HasPrefix(p.CredentialID, credRound) ||
-			strings.HasPrefix(p.CredentialID, credOAuth)) {
-			out[i] = live[p.CredentialID]
+		switch {
+		case !valid[i]:
+		case strings.HasPrefix(p.CredentialID, credOAuth):
+			g, ok := byGrant[p.CredentialID]
+			valid[i] = ok
+			if ok {
+				p.Scopes, _ = RoleScopes(identity.Role(g.Role), g.Scopes)
+			}
+		case strings.HasPrefix(p.CredentialID, credKey), strings.HasPrefix(p.CredentialID, credRound):
+			valid[i] = live[p.CredentialID]
 		}
+		out[i] = p
 	}
-	return out, nil
+	return out, valid, nil
 }

@@ -78,3 +78,46 @@ func TestStillValid(t *testing.T) {
 	require.NoError(t, env.creds.RevokeConsent(ctx, env.a.ID, m.ID, "c1"))
 	require.Equal(t, []bool{false}, check(env.a, ps[6]))
 }
+
+// TestRefreshBoundsOAuthScopesByTheMembersCurrentRole: Refresh returns an
+// OAuth principal with its grant's scopes bounded by its member's role as
+// it is now, other live principals unchanged, and the zero Principal for a
+// dead credential or another tenant's grant.
+func TestRefreshBoundsOAuthScopesByTheMembersCurrentRole(t *testing.T) {
+	t.Parallel()
+	env := newKeyEnv(t)
+	ctx := context.Background()
+	v := auth.NewValidity(env.db)
+	_, err := env.svc.CreateMember(ctx, env.a.ID, "owner@acme.test", "correct horse battery", identity.RoleOwner)
+	require.NoError(t, err)
+	m, err := env.svc.CreateMember(ctx, env.a.ID, "m@acme.test", "correct horse battery", identity.RoleAdmin)
+	require.NoError(t, err)
+	require.NoError(t, env.creds.CreateClient(ctx, &credentials.Client{TenantID: env.a.ID, ID: "c1", Kind: credentials.ClientPreregistered,
+		Name: "c1", RedirectURIs: []string{"https://c.test/cb"}, GrantTypes: []string{"authorization_code"},
+		Scopes: []string{"tools:read", "tools:write"}, AuthMethod: credentials.AuthNone}))
+	require.NoError(t, env.creds.CreateToken(ctx, &credentials.Token{TenantID: env.a.ID, Kind: credentials.KindAccess, Signature: "sig-g",
+		RequestID: "g", ClientID: "c1", MemberID: m.ID, Request: []byte(`{"granted_scopes":["tools:read","tools:write"]}`),
+		ExpiresAt: time.Now().Add(time.Hour)}))
+	op, _ := env.key(t, env.a, identity.NewKey{Kind: identity.KeyOperator, Scopes: []string{identity.ScopeAdminRead}})
+	ext := identity.Principal{TenantID: env.a.ID, Kind: identity.KindExternal, MemberID: m.ID, ClientID: "c1", CredentialID: "oauth:g",
+		Scopes: []string{"tools:read", "tools:write"}}
+	key := identity.Principal{TenantID: env.a.ID, Kind: identity.KindOperator, CredentialID: "key:" + op.ID.String(), Scopes: op.Scopes}
+	gone := identity.Principal{TenantID: env.a.ID, Kind: identity.KindExternal, CredentialID: "oauth:nope", Scopes: []string{"tools:read"}}
+
+	got, err := v.Refresh(ctx, env.a.ID, []identity.Principal{ext, key, gone})
+	require.NoError(t, err)
+	require.Equal(t, []identity.Principal{ext, key, {}}, got)
+
+	_, err = env.svc.SetMemberRole(ctx, env.a.ID, m.ID, identity.RoleViewer)
+	require.NoError(t, err)
+	got, err = v.Refresh(ctx, env.a.ID, []identity.Principal{ext, key})
+	require.NoError(t, err)
+	viewer := ext
+	viewer.Scopes = []string{"tools:read"}
+	require.Equal(t, []identity.Principal{viewer, key}, got)
+
+	// Another tenant's view: the grant is not live there.
+	got, err = v.Refresh(ctx, env.b.ID, []identity.Principal{ext})
+	require.NoError(t, err)
+	require.Equal(t, []identity.Principal{{}}, got)
+}

@@ -1,8 +1,7 @@
 package oauth
 
 import (
-	"slices"
-
+	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/identity"
 )
 
@@ -24,25 +23,8 @@ func describeScopes(scopes []string) []scopeLine {
 	return out
 }
 
-// viewerScopes are what a member who cannot manage the tenant (a viewer)
-// may grant a client: reading only. Members who can manage may grant
-// every scope.
-var viewerScopes = []string{identity.ScopeToolsRead}
-
-// grantable reports whether a member of role may grant scope.
-func grantable(role identity.Role, scope string) bool {
-	return role.CanManage() || slices.Contains(viewerScopes, scope)
-}
-
 // roleScopes splits requested scopes into those a member of role may grant
-// and those withheld: a client can never get more than its member has.
+// and those withheld; the rule lives in auth.RoleScopes.
 func roleScopes(role identity.Role, requested []string) (granted, withheld []string) {
-	for _, s := range requested {
-		if grantable(role, s) {
-			granted = append(granted, s)
-		} else {
-			withheld = append(withheld, s)
-		}
-	}
-	return granted, withheld
+	return auth.RoleScopes(role, requested)
 }

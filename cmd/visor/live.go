@@ -26,7 +26,7 @@ func (a *app) startLive(s *server.Server, visible live.VisibleFunc, forget func(
 	log := a.log.With("area", "live")
 	ctx := context.Background()
 	hub := live.NewHub(live.Config{Visible: visible, Versions: a.db, ReconcileEvery: a.cfg.LiveReconcile, Log: log,
-		Valid: auth.NewValidity(a.db).StillValid, CheckEvery: a.cfg.LiveCredentials})
+		Valid: auth.NewValidity(a.db).Refresh, CheckEvery: a.cfg.LiveCredentials})
 	if err := hub.Start(ctx); err != nil {
 		return nil, err
 	}

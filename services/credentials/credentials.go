@@ -155,3 +155,12 @@ type Store interface {
 	// expired before cutoff, and returns how many rows went.
 	DeleteExpired(ctx context.Context, cutoff time.Time) (int64, error)
 }
+
+// LiveGrant is an OAuth grant that still holds an active access token: its
+// fosite request id, the role its member holds now and the scopes the grant
+// was given (before the role bounds them).
+type LiveGrant struct {
+	RequestID string
+	Role      string
+	Scopes    []string
+}

@@ -47,10 +47,13 @@ func (NoStreams) Open(context.Context, Stream) func() { return func() {} }
 // in any order. The tools package provides it from the one policy function.
 type VisibleFunc func(ctx context.Context, p identity.Principal) ([]string, error)
 
-// ValidFunc reports, for each principal of one tenant, whether the
-// credential that authenticated it (Principal.CredentialID) is still valid:
-// a key live and its agent active, an OAuth grant not revoked or expired, a
-// round token live. The result is parallel to ps. An error means "could not
-// tell": the hub then closes nothing and asks again later. Package auth
-// provides it.
-type ValidFunc func(ctx context.Context, tenantID uuid.UUID, ps []identity.Principal) ([]bool, error)
+// ValidFunc re-checks, for each principal of one tenant, the credential
+// that authenticated it (Principal.CredentialID) and returns the principal
+// as that credential resolves now, parallel to ps: the zero Principal (no
+// TenantID) when the credential is no longer valid (a key revoked or its
+// agent gone, an OAuth grant revoked or expired, a round token dead), and
+// for an OAuth principal its scopes as its member's current role bounds
+// them. An error means "could not tell": the hub then closes and changes
+// nothing and asks again later. Package auth provides it
+// (auth.Validity.Refresh).
+type ValidFunc func(ctx context.Context, tenantID uuid.UUID, ps []identity.Principal) ([]identity.Principal, error)

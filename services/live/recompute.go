@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,8 +32,15 @@ func (h *Hub) work(ctx context.Context) {
 		// Streams whose credential is gone are closed before anything is
 		// recomputed, so a revoked caller hears nothing more, not even the
 		// list_changed its own revocation would cause.
+		// Streams whose principal's scopes changed (a member's new role)
+		// have moved to the principal they hold now, which is recomputed
+		// with the rest.
 		if len(checks) > 0 {
-			h.check(ctx, t, checks)
+			for _, pr := range h.check(ctx, t, checks) {
+				if !slices.Contains(targets, pr) {
+					targets = append(targets, pr)
+				}
+			}
 		}
 		failed := false
 		for _, pr := range targets {
@@ -96,10 +104,13 @@ func (h *Hub) takeChecks(t *tenant) []check {
 }
 
 // check asks Valid about the credentials of cs, each credential once and all
-// in one call, and closes the streams whose credential is gone. A failed
-// check closes nothing (availability first) and is retried by the
-// reconciler.
-func (h *Hub) check(ctx context.Context, t *tenant, cs []check) {
+// in one call, and closes the streams whose credential is gone. A stream
+// whose credential now resolves to other scopes (its member's role changed)
+// moves to the principal with those scopes, keeping the set last announced
+// on it; check returns those principals, for the caller to recompute and
+// notify the streams whose set changed. A failed check closes and moves
+// nothing (availability first) and is retried by the reconciler.
+func (h *Hub) check(ctx context.Context, t *tenant, cs []check) []*principal {
 	index := map[string]int{}
 	var ps []identity.Principal
 	for _, c := range cs {
@@ -109,26 +120,53 @@ func (h *Hub) check(ctx context.Context, t *tenant, cs []check) {
 			ps = append(ps, p)
 		}
 	}
-	valid, err := h.cfg.Valid(ctx, t.id, ps)
-	if err == nil && len(valid) != len(ps) {
-		err = fmt.Errorf("credential check answered %d of %d", len(valid), len(ps))
+	fresh, err := h.cfg.Valid(ctx, t.id, ps)
+	if err == nil && len(fresh) != len(ps) {
+		err = fmt.Errorf("credential check answered %d of %d", len(fresh), len(ps))
 	}
 	if err != nil {
 		h.log.WarnContext(ctx, "re-check stream credentials; streams stay open until the next try", "tenant", t.id, "err", err)
 		h.mu.Lock()
 		t.checkFailed = true
 		h.mu.Unlock()
-		return
+		return nil
 	}
 	var closing []Stream
+	var moved []*principal
 	h.mu.Lock()
 	for _, c := range cs {
-		if valid[index[c.e.s.Principal().CredentialID]] || c.e.gone {
+		if c.e.gone {
 			continue
 		}
-		h.remove(t, c.key, c.pr, c.e)
-		h.revoked++
-		closing = append(closing, c.e.s)
+		f := fresh[index[c.e.s.Principal().CredentialID]]
+		if f.TenantID == uuid.Nil {
+			h.remove(t, c.key, c.pr, c.e)
+			h.revoked++
+			closing = append(closing, c.e.s)
+			continue
+		}
+		if sameScopes(f.Scopes, c.pr.p.Scopes) {
+			continue
+		}
+		// Move the stream to its principal's new scopes, keeping streams of
+		// one principal grouped. The stream keys its group by its own
+		// principal, as Open does.
+		np := c.e.s.Principal()
+		np.Scopes = slices.Clone(f.Scopes)
+		key := principalKey(np)
+		delete(c.pr.streams, c.e)
+		if len(c.pr.streams) == 0 && t.principals[c.key] == c.pr {
+			delete(t.principals, c.key)
+		}
+		pr := t.principals[key]
+		if pr == nil {
+			pr = &principal{p: np, streams: map[*entry]struct{}{}}
+			t.principals[key] = pr
+		}
+		pr.streams[c.e] = struct{}{}
+		if !slices.Contains(moved, pr) {
+			moved = append(moved, pr)
+		}
 	}
 	h.mu.Unlock()
 	for _, s := range closing {
@@ -137,6 +175,15 @@ func (h *Hub) check(ctx context.Context, t *tenant, cs []check) {
 	if len(closing) > 0 {
 		h.log.InfoContext(ctx, "closed streams whose credential is no longer valid", "tenant", t.id, "streams", len(closing))
 	}
+	return moved
+}
+
+// sameScopes reports whether a and b hold the same scopes, in any order.
+func sameScopes(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // CheckCredentials queues a re-check of the credential of every stream on

@@ -35,7 +35,7 @@ func newRevokeFixture(t *testing.T, reconcileEvery time.Duration, pub func(*live
 	ctx := context.Background()
 	f := &revokeFixture{db: pgtest.New(t), pol: &policy{tools: map[uuid.UUID][]string{}}}
 	f.hub = live.NewHub(live.Config{Visible: f.pol.visible, Versions: f.db, ReconcileEvery: reconcileEvery,
-		CheckEvery: time.Hour, Valid: auth.NewValidity(f.db).StillValid, Log: slog.New(slog.DiscardHandler)})
+		CheckEvery: time.Hour, Valid: auth.NewValidity(f.db).Refresh, Log: slog.New(slog.DiscardHandler)})
 	require.NoError(t, f.hub.Start(ctx))
 	t.Cleanup(f.hub.Stop)
 	f.ids = identity.NewService(postgres.NewIdentityStore(f.db), pub(f.hub), slog.New(slog.DiscardHandler))
@@ -146,14 +146,16 @@ type recorder struct {
 	fail    atomic.Bool
 }
 
-func (r *recorder) valid(_ context.Context, _ uuid.UUID, ps []identity.Principal) ([]bool, error) {
+func (r *recorder) valid(_ context.Context, _ uuid.UUID, ps []identity.Principal) ([]identity.Principal, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ids []string
-	out := make([]bool, len(ps))
+	out := make([]identity.Principal, len(ps))
 	for i, p := range ps {
 		ids = append(ids, p.CredentialID)
-		out[i] = !r.revoked[p.CredentialID]
+		if !r.revoked[p.CredentialID] {
+			out[i] = p
+		}
 	}
 	r.calls = append(r.calls, ids)
 	if r.fail.Load() {

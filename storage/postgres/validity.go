@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/credentials"
 )
 
 // LiveKeys returns those of the tenant's keys ids that can authenticate at
@@ -34,17 +36,34 @@ func (db *DB) LiveRoundTokens(ctx context.Context, tenantID uuid.UUID, ids []uui
 }
 
 // LiveGrants returns those of the tenant's OAuth grants (fosite request
-// ids) that still hold an active access token unexpired at now. Refreshing
-// keeps the request id and swaps the access token in one transaction, so
-// a grant stays live across refreshes; revocation (of either token), reuse
-// of a rotated refresh token and revoking consent deactivate them all.
-func (db *DB) LiveGrants(ctx context.Context, tenantID uuid.UUID, requestIDs []string, now time.Time) ([]string, error) {
+// ids) that still hold an active access token unexpired at now, each with
+// its member's current role and the scopes granted (those of its newest
+// live access token). Refreshing keeps the request id and swaps the access
+// token in one transaction, so a grant stays live across refreshes;
+// revocation (of either token), reuse of a rotated refresh token and
+// revoking consent deactivate them all. One query for any number of grants.
+func (db *DB) LiveGrants(ctx context.Context, tenantID uuid.UUID, requestIDs []string, now time.Time) ([]credentials.LiveGrant, error) {
 	if len(requestIDs) == 0 {
 		return nil, nil
 	}
-	return collectIDs[string](ctx, db, `SELECT DISTINCT request_id FROM oauth_tokens
-		WHERE tenant_id = $1 AND kind = 'access' AND request_id = ANY($2) AND active AND expires_at > $3`,
-		tenantID, requestIDs, now)
+	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT ON (t.request_id) t.request_id, m.role,
+			COALESCE(t.request->'granted_scopes', '[]'::jsonb)
+		FROM oauth_tokens t JOIN members m ON m.tenant_id = t.tenant_id AND m.id = t.member_id
+		WHERE t.tenant_id = $1 AND t.kind = 'access' AND t.request_id = ANY($2) AND t.active AND t.expires_at > $3
+		ORDER BY t.request_id, t.created_at DESC`, tenantID, requestIDs, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []credentials.LiveGrant
+	for rows.Next() {
+		var g credentials.LiveGrant
+		if err := rows.Scan(&g.RequestID, &g.Role, &g.Scopes); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
 }
 
 func collectIDs[T any](ctx context.Context, db *DB, sql string, args ...any) ([]T, error) {
