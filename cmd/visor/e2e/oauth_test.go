@@ -171,11 +171,17 @@ func oauthToken(t *testing.T, endpoint string, form url.Values) oauthTokens {
 // and exchanges the code (PKCE, resource) for tokens.
 func oauthAuthorize(t *testing.T, r *replica, authorizeURL, tokenURL, clientID, redirect, resource, clientName string) oauthTokens {
 	t.Helper()
+	return oauthAuthorizeScope(t, r, authorizeURL, tokenURL, clientID, redirect, resource, clientName, "tools:read")
+}
+
+// oauthAuthorizeScope is oauthAuthorize asking for scope.
+func oauthAuthorizeScope(t *testing.T, r *replica, authorizeURL, tokenURL, clientID, redirect, resource, clientName, scope string) oauthTokens {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	verifier := strings.Repeat("e2e-verifier-", 5)
 	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirect}, "scope": {"tools:read"},
+	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirect}, "scope": {scope},
 		"state": {"e2e-state"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
 		"resource": {resource}}
 	status, _, page := oauthDo(t, b, http.MethodGet, authorizeURL+"?"+q.Encode(), nil, r.base)

@@ -199,3 +199,37 @@ func oauthRegister(t *testing.T, endpoint, redirect string) string {
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&reg))
 	return reg.ClientID
 }
+
+// TestDemotedMembersOAuthStreamHearsItsListShrink: a member's role bounds
+// their OAuth clients' scopes, so demoting the member (admin API, through
+// the bus) tells their client's open stream that its list changed, once,
+// and the list is then smaller (the tools:admin tools are gone); a role change that keeps the grantable
+// scopes tells no one, and an agent's stream hears nothing either way.
+func TestDemotedMembersOAuthStreamHearsItsListShrink(t *testing.T) {
+	t.Parallel()
+	srv := privateRedis(t)
+	w := newWorld(t)
+	m, err := w.ids.CreateMember(context.Background(), w.acme.ID, "owner@acme.test", "correct horse battery", identity.RoleOwner)
+	require.NoError(t, err)
+	_, err = w.ids.CreateMember(context.Background(), w.acme.ID, "boss@acme.test", "correct horse battery", identity.RoleOwner)
+	require.NoError(t, err)
+	r := startReplica(t, "A", w.dbURL, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m", "VISOR_LIVE_CREDENTIAL_CHECK_EVERY=1h")
+	base := r.base + "/t/acme"
+	redirect := "http://127.0.0.1:7777/callback"
+	cid := oauthRegister(t, base+"/oauth/register", redirect)
+	tok := oauthAuthorizeScope(t, r, base+"/oauth/authorize", base+"/oauth/token", cid, redirect, base+"/mcp", "E2E", "tools:read tools:write tools:admin")
+	before := toolNames(t, r, tok.AccessToken)
+	l := listenModern(t, r, tok.AccessToken)
+	bob := listenModern(t, r, w.bobKey)
+
+	w.api(t, r, http.MethodPatch, "/tenants/acme/members/"+m.ID.String(), map[string]any{"role": "admin"}, nil)
+	expectOpen(t, l, 500*time.Millisecond, "owner to admin")
+
+	w.api(t, r, http.MethodPatch, "/tenants/acme/members/"+m.ID.String(), map[string]any{"role": "viewer"}, nil)
+	expectChange(t, l, 5*time.Second, "the demoted member's client")
+	expectOpen(t, l, 300*time.Millisecond, "the demoted member's client, after its one notification")
+	after := toolNames(t, r, tok.AccessToken)
+	require.Less(t, len(after), len(before))
+	require.Subset(t, before, after)
+	expectOpen(t, bob, 10*time.Millisecond, "an agent key's stream")
+}
