@@ -117,6 +117,11 @@ type principal struct {
 type entry struct {
 	s   Stream
 	set toolSet
+	// pr and key are the principal group the stream is in now: the one its
+	// principal was opened with, or the one it moved to when its scopes
+	// changed (a member's new role).
+	pr  *principal
+	key string
 	// gone is set when the hub closed the stream for a revoked credential
 	// and removed it; its unregister function is then a no-op.
 	gone bool
@@ -187,6 +192,7 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 		t.principals[key] = pr
 	}
 	pr.streams[e] = struct{}{}
+	e.pr, e.key = pr, key
 	t.streams++
 	e.set = pr.last
 	known := e.set != toolSet{}
@@ -214,25 +220,31 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 	}
 
 	var once sync.Once
-	return func() { once.Do(func() { h.close(t, key, pr, e) }) }
+	return func() { once.Do(func() { h.close(t, e) }) }
 }
 
-func (h *Hub) close(t *tenant, key string, pr *principal, e *entry) {
+func (h *Hub) close(t *tenant, e *entry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.remove(t, key, pr, e)
+	h.remove(t, e)
 }
 
 // remove forgets e, once. h.mu is held.
-func (h *Hub) remove(t *tenant, key string, pr *principal, e *entry) {
+func (h *Hub) remove(t *tenant, e *entry) {
 	if e.gone {
 		return
 	}
 	e.gone = true
-	delete(pr.streams, e)
 	t.streams--
-	if len(pr.streams) == 0 && t.principals[key] == pr {
-		delete(t.principals, key)
+	h.leave(t, e)
+}
+
+// leave takes e out of its principal group, forgetting the group when it
+// empties. h.mu is held.
+func (h *Hub) leave(t *tenant, e *entry) {
+	delete(e.pr.streams, e)
+	if len(e.pr.streams) == 0 && t.principals[e.key] == e.pr {
+		delete(t.principals, e.key)
 	}
 	if t.streams == 0 && !t.queued && !t.running && h.tenants[t.id] == t {
 		delete(h.tenants, t.id)

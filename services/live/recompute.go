@@ -79,9 +79,7 @@ func (h *Hub) take(t *tenant) []*principal {
 
 // check is one stream whose credential is to be re-checked.
 type check struct {
-	key string
-	pr  *principal
-	e   *entry
+	e *entry
 }
 
 // takeChecks moves t's pending credential checks to a worker and returns
@@ -93,10 +91,10 @@ func (h *Hub) takeChecks(t *tenant) []check {
 		return nil
 	}
 	var out []check
-	for key, pr := range t.principals {
+	for _, pr := range t.principals {
 		if _, ok := agents[pr.p.AgentID]; all || (ok && pr.p.AgentID != uuid.Nil) {
 			for e := range pr.streams {
-				out = append(out, check{key: key, pr: pr, e: e})
+				out = append(out, check{e: e})
 			}
 		}
 	}
@@ -140,12 +138,12 @@ func (h *Hub) check(ctx context.Context, t *tenant, cs []check) []*principal {
 		}
 		f := fresh[index[c.e.s.Principal().CredentialID]]
 		if f.TenantID == uuid.Nil {
-			h.remove(t, c.key, c.pr, c.e)
+			h.remove(t, c.e)
 			h.revoked++
 			closing = append(closing, c.e.s)
 			continue
 		}
-		if sameScopes(f.Scopes, c.pr.p.Scopes) {
+		if sameScopes(f.Scopes, c.e.pr.p.Scopes) {
 			continue
 		}
 		// Move the stream to its principal's new scopes, keeping streams of
@@ -154,16 +152,14 @@ func (h *Hub) check(ctx context.Context, t *tenant, cs []check) []*principal {
 		np := c.e.s.Principal()
 		np.Scopes = slices.Clone(f.Scopes)
 		key := principalKey(np)
-		delete(c.pr.streams, c.e)
-		if len(c.pr.streams) == 0 && t.principals[c.key] == c.pr {
-			delete(t.principals, c.key)
-		}
+		h.leave(t, c.e)
 		pr := t.principals[key]
 		if pr == nil {
 			pr = &principal{p: np, streams: map[*entry]struct{}{}}
 			t.principals[key] = pr
 		}
 		pr.streams[c.e] = struct{}{}
+		c.e.pr, c.e.key = pr, key
 		if !slices.Contains(moved, pr) {
 			moved = append(moved, pr)
 		}

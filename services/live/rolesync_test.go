@@ -67,7 +67,7 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 	rw := []string{identity.ScopeToolsRead, identity.ScopeToolsWrite}
 	// open makes a member of tenant with an OAuth grant of tools:read and
 	// tools:write and opens a stream with the principal the token resolves to.
-	open := func(tenant identity.Tenant, email string, role identity.Role) (identity.Member, *fakeStream) {
+	open := func(tenant identity.Tenant, email string, role identity.Role) (identity.Member, *fakeStream, func()) {
 		t.Helper()
 		m, err := ids.CreateMember(ctx, tenant.ID, email, "correct horse battery", role)
 		require.NoError(t, err)
@@ -81,12 +81,13 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 			ExpiresAt: time.Now().Add(time.Hour)}))
 		s := &fakeStream{p: identity.Principal{TenantID: tenant.ID, TenantSlug: tenant.Slug, Kind: identity.KindExternal, MemberID: m.ID,
 			ClientID: client, CredentialID: "oauth:" + grant, Scopes: rw}}
-		t.Cleanup(hub.Open(ctx, s))
-		return m, s
+		unregister := hub.Open(ctx, s)
+		t.Cleanup(unregister)
+		return m, s, unregister
 	}
-	_, owner := open(ta, "owner@acme.test", identity.RoleOwner)
-	m, ms := open(ta, "m@acme.test", identity.RoleOwner)
-	_, other := open(tb, "owner@globex.test", identity.RoleOwner)
+	_, owner, _ := open(ta, "owner@acme.test", identity.RoleOwner)
+	m, ms, closeMS := open(ta, "m@acme.test", identity.RoleOwner)
+	_, other, _ := open(tb, "owner@globex.test", identity.RoleOwner)
 	require.NoError(t, hub.Reconcile(ctx))
 	settle()
 	require.Equal(t, []string{"read", "write"}, pol.lastOf(m.ID))
@@ -114,7 +115,8 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 	principals := hub.Stats().Principals
 	ms2 := &fakeStream{p: ms.p}
 	ms2.p.Scopes = []string{identity.ScopeToolsRead}
-	t.Cleanup(hub.Open(ctx, ms2))
+	closeMS2 := hub.Open(ctx, ms2)
+	t.Cleanup(closeMS2)
 	require.Equal(t, principals, hub.Stats().Principals)
 
 	// A sweep with nothing changed sends nothing.
@@ -133,4 +135,11 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 	require.Equal(t, []string{"read", "write"}, pol.lastOf(m.ID))
 	requireOpenAndQuiet(t, "promotion", owner, other)
 	require.EqualValues(t, 0, hub.Stats().Revoked)
+
+	// Ending the moved streams forgets them and their principal.
+	closeMS()
+	closeMS2()
+	st := hub.Stats()
+	require.Equal(t, 2, st.Streams)
+	require.Equal(t, 2, st.Principals)
 }
