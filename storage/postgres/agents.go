@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -44,7 +45,7 @@ func decodePermissions(raw []byte) *identity.Permissions {
 		return nil
 	}
 	var p identity.Permissions
-	dec := json.NewDecoder(bytesReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return &identity.Permissions{Unreadable: true}

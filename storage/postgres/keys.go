@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/google/uuid"
@@ -9,8 +8,6 @@ import (
 
 	"github.com/visorhq/visor/services/identity"
 )
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 const keyCols = `tenant_id, id, kind, agent_id, name, secret_hash, scopes, created_at, expires_at, revoked_at`
 
