@@ -1,5 +1,6 @@
-// Package audit is Visor's append-only record of every tools/call and every
-// refusal. A row is durable before the caller hears the answer; storage
+// Package audit is Visor's append-only record of every tools/call, every
+// refusal, and every change an operator makes through the admin API or the
+// CLI. A row is durable before the caller hears the answer; storage
 // batches concurrent rows into shared commits so the trail does not
 // serialize the endpoint.
 package audit
@@ -16,12 +17,23 @@ import (
 const (
 	OutcomeOK        = "ok"         // the tool ran and succeeded
 	OutcomeToolError = "tool_error" // the tool answered isError (validation, business rule)
+	OutcomeRejected  = "rejected"   // an operator request was malformed or conflicted; nothing changed
 	OutcomeRefused   = "refused"    // the policy or a gate refused the call
 	OutcomeFailed    = "failed"     // a protocol or internal failure (JSON-RPC error)
 )
 
-// Entry is one audit row. It never holds argument values: only a digest
-// that leaves secret parameters out.
+// Sources: where a recorded action came from.
+const (
+	SourceMCP      = "mcp"       // a tools/call on the MCP endpoint
+	SourceAdminAPI = "admin_api" // an operation of the admin API
+	SourceCLI      = "cli"       // a visor subcommand run against the database
+)
+
+// Entry is one audit row. A tool call's row never holds argument values:
+// only a digest that leaves secret parameters out. An operator action's
+// row names what was done (Action: the admin API's operation id, which the
+// CLI reuses) to which Object, and carries the Change with every secret
+// replaced by a marker; ArgsDigest is then the SHA-256 of Change.
 type Entry struct {
 	ID            uuid.UUID     `json:"id"`
 	TenantID      uuid.UUID     `json:"tenant_id"`
@@ -35,6 +47,10 @@ type Entry struct {
 	Message       string        `json:"message,omitempty"`
 	Latency       time.Duration `json:"latency_us"`
 	At            time.Time     `json:"at"`
+	Source        string        `json:"source"`           // Source*; "" is SourceMCP
+	Action        string        `json:"action,omitempty"` // operator actions: e.g. "updateMember"
+	Object        string        `json:"object,omitempty"` // operator actions: e.g. "member:<id>"
+	Change        string        `json:"change,omitempty"` // operator actions: the change, secrets masked
 }
 
 // Recorder writes audit rows.
@@ -51,6 +67,9 @@ type Filter struct {
 	Tool          string
 	Outcome       string
 	Event         string
+	Source        string
+	Action        string
+	Object        string
 	Since, Until  time.Time
 	// Before pages backwards: rows strictly older than this row id's time.
 	Before uuid.UUID

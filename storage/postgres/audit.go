@@ -150,9 +150,9 @@ func (l *AuditLog) drain() {
 // and one commit. COPY needs two round trips, which cost more than they
 // save at the endpoint's batch sizes (a few rows).
 const insertAudit = `INSERT INTO audit_events (tenant_id, id, at, principal_kind, principal_id, tool, args_digest,
-	outcome, code, event_type, message, latency_us)
+	outcome, code, event_type, message, latency_us, source, action, object, change)
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[],
-	$8::text[], $9::bigint[], $10::text[], $11::text[], $12::bigint[])`
+	$8::text[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[])`
 
 func (l *AuditLog) commit(batch []*pendingRow) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -163,18 +163,24 @@ func (l *AuditLog) commit(batch []*pendingRow) error {
 		at                                                      = make([]time.Time, n)
 		kinds, principals, tools, digests, outcomes, events, ms = make([]string, n), make([]string, n), make([]string, n),
 			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		codes, latencies = make([]int64, n), make([]int64, n)
+		codes, latencies                  = make([]int64, n), make([]int64, n)
+		sources, actions, objects, change = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	)
 	for i, p := range batch {
 		e := p.e
 		if e.ID == uuid.Nil {
 			e.ID = uuid.New()
 		}
+		if e.Source == "" {
+			e.Source = audit.SourceMCP
+		}
 		tenants[i], ids[i], at[i], kinds[i], principals[i], tools[i], digests[i] = e.TenantID, e.ID, e.At, e.PrincipalKind,
 			e.PrincipalID, e.Tool, e.ArgsDigest
 		outcomes[i], codes[i], events[i], ms[i], latencies[i] = e.Outcome, e.Code, e.Event, e.Message, e.Latency.Microseconds()
+		sources[i], actions[i], objects[i], change[i] = e.Source, e.Action, e.Object, e.Change
 	}
-	_, err := l.db.Pool.Exec(ctx, insertAudit, tenants, ids, at, kinds, principals, tools, digests, outcomes, codes, events, ms, latencies)
+	_, err := l.db.Pool.Exec(ctx, insertAudit, tenants, ids, at, kinds, principals, tools, digests, outcomes, codes, events, ms, latencies,
+		sources, actions, objects, change)
 	if err != nil {
 		return fault.Newf(fault.Unavailable, err, "the audit trail is unavailable")
 	}
@@ -188,8 +194,8 @@ func (l *AuditLog) List(ctx context.Context, tenantID uuid.UUID, f audit.Filter)
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
-	q := `SELECT tenant_id, id, at, principal_kind, principal_id, tool, args_digest, outcome, code, event_type, message, latency_us
-		FROM audit_events WHERE tenant_id = $1`
+	q := `SELECT tenant_id, id, at, principal_kind, principal_id, tool, args_digest, outcome, code, event_type, message, latency_us,
+		source, action, object, change FROM audit_events WHERE tenant_id = $1`
 	args := []any{tenantID}
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -197,7 +203,8 @@ func (l *AuditLog) List(ctx context.Context, tenantID uuid.UUID, f audit.Filter)
 	}
 	for _, c := range []struct {
 		col, v string
-	}{{"principal_kind", f.PrincipalKind}, {"principal_id", f.PrincipalID}, {"tool", f.Tool}, {"outcome", f.Outcome}, {"event_type", f.Event}} {
+	}{{"principal_kind", f.PrincipalKind}, {"principal_id", f.PrincipalID}, {"tool", f.Tool}, {"outcome", f.Outcome}, {"event_type", f.Event},
+		{"source", f.Source}, {"action", f.Action}, {"object", f.Object}} {
 		if c.v != "" {
 			add(c.col+" = $%d", c.v)
 		}
@@ -221,7 +228,7 @@ func (l *AuditLog) List(ctx context.Context, tenantID uuid.UUID, f audit.Filter)
 		var e audit.Entry
 		var us int64
 		err := r.Scan(&e.TenantID, &e.ID, &e.At, &e.PrincipalKind, &e.PrincipalID, &e.Tool, &e.ArgsDigest,
-			&e.Outcome, &e.Code, &e.Event, &e.Message, &us)
+			&e.Outcome, &e.Code, &e.Event, &e.Message, &us, &e.Source, &e.Action, &e.Object, &e.Change)
 		e.Latency = time.Duration(us) * time.Microsecond
 		return e, err
 	})

@@ -118,3 +118,48 @@ func TestAuditAppendOnly(t *testing.T) {
 	_, err := s.db.Pool.Exec(ctx, `UPDATE audit_events SET outcome = 'failed' WHERE id = $1`, e.ID)
 	require.ErrorContains(t, err, "append-only")
 }
+
+// TestAuditOperatorActions: an operator action's row keeps where it came
+// from, what was done to which object and the masked change; the filters
+// select by each, old-style rows read as tool calls, and another tenant
+// sees none of it.
+func TestAuditOperatorActions(t *testing.T) {
+	t.Parallel()
+	l, s := newAuditLog(t)
+	ctx := context.Background()
+	call := entry(s.a.ID, "agent_status", audit.OutcomeOK) // Source left empty: a tool call
+	op := audit.Entry{ID: uuid.New(), TenantID: s.a.ID, PrincipalKind: "operator", PrincipalID: "member:m1", Source: audit.SourceAdminAPI,
+		Action: "updateMember", Object: "member:m2", Change: `{"password":"(set)","role":"admin"}`, ArgsDigest: "sha",
+		Outcome: audit.OutcomeOK, Code: 200, Event: "operator_action", At: time.Now()}
+	rejected := op
+	rejected.ID, rejected.Source, rejected.Action, rejected.Outcome, rejected.Code = uuid.New(), audit.SourceCLI, "createMember", audit.OutcomeRejected, 400
+	other := op
+	other.ID, other.TenantID = uuid.New(), s.b.ID
+	for _, e := range []audit.Entry{call, op, rejected, other} {
+		require.NoError(t, l.Record(ctx, e))
+	}
+
+	got, err := l.List(ctx, s.a.ID, audit.Filter{Source: audit.SourceAdminAPI})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, op.Change, got[0].Change)
+	require.Equal(t, op.Object, got[0].Object)
+	require.Equal(t, "updateMember", got[0].Action)
+
+	got, err = l.List(ctx, s.a.ID, audit.Filter{Object: "member:m2"})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	got, err = l.List(ctx, s.a.ID, audit.Filter{Action: "createMember", Outcome: audit.OutcomeRejected})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, audit.SourceCLI, got[0].Source)
+	got, err = l.List(ctx, s.a.ID, audit.Filter{Source: audit.SourceMCP})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, call.ID, got[0].ID)
+
+	got, err = l.List(ctx, s.b.ID, audit.Filter{Object: "member:m2"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, other.ID, got[0].ID)
+}

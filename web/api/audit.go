@@ -13,8 +13,9 @@ import (
 	"github.com/visorhq/visor/services/fault"
 )
 
-// AuditResource serves the tenant's audit trail: a filtered, paged list and
-// a JSONL export of every matching row.
+// AuditResource serves the tenant's audit trail (tool calls, refusals and
+// operator actions): a filtered, paged list and a JSONL export of every
+// matching row.
 func AuditResource(store audit.Store) Resource { return auditAPI{store: store} }
 
 type auditAPI struct{ store audit.Store }
@@ -32,6 +33,14 @@ type AuditEvent struct {
 	EventType     string    `json:"event_type"`
 	Message       string    `json:"message,omitempty"`
 	LatencyUS     int64     `json:"latency_us"`
+	// Source is where the action came from: mcp, admin_api or cli.
+	Source string `json:"source"`
+	// Action, Object and Change describe an operator action: the admin
+	// API operation (the CLI uses the same names), what it was done to,
+	// and the change with every secret masked.
+	Action string `json:"action,omitempty"`
+	Object string `json:"object,omitempty"`
+	Change string `json:"change,omitempty"`
 }
 
 // AuditList is the body of GET /tenants/{tenant}/audit. Pass next_before as
@@ -44,14 +53,21 @@ type AuditList struct {
 func auditOut(e audit.Entry) AuditEvent {
 	return AuditEvent{ID: e.ID, At: e.At, PrincipalKind: e.PrincipalKind, PrincipalID: e.PrincipalID, Tool: e.Tool,
 		ArgsDigest: e.ArgsDigest, Outcome: e.Outcome, Code: e.Code, EventType: e.Event, Message: e.Message,
-		LatencyUS: e.Latency.Microseconds()}
+		LatencyUS: e.Latency.Microseconds(), Source: source(e.Source), Action: e.Action, Object: e.Object, Change: e.Change}
+}
+
+func source(s string) string {
+	if s == "" {
+		return audit.SourceMCP
+	}
+	return s
 }
 
 func (r auditAPI) Operations() []Operation {
 	p := "/tenants/:tenant/audit"
 	return []Operation{
 		{Method: http.MethodGet, Path: p, ID: "listAudit", Tag: "audit", Access: Read,
-			Summary:  "List audit rows, newest first; filters: principal_kind, principal_id, tool, outcome, event_type, since, until, before, limit",
+			Summary:  "List audit rows, newest first; filters: principal_kind, principal_id, tool, outcome, event_type, source, action, object, since, until, before, limit",
 			Response: AuditList{}, Handler: r.list},
 		{Method: http.MethodGet, Path: p + "/export", ID: "exportAudit", Tag: "audit", Access: Read,
 			Summary: "Export every matching audit row as JSON Lines (same filters as listAudit)", Handler: r.export},
@@ -62,7 +78,7 @@ func (r auditAPI) Operations() []Operation {
 func auditFilter(c echo.Context) (audit.Filter, error) {
 	q := c.QueryParams()
 	f := audit.Filter{PrincipalKind: q.Get("principal_kind"), PrincipalID: q.Get("principal_id"), Tool: q.Get("tool"),
-		Outcome: q.Get("outcome"), Event: q.Get("event_type")}
+		Outcome: q.Get("outcome"), Event: q.Get("event_type"), Source: q.Get("source"), Action: q.Get("action"), Object: q.Get("object")}
 	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339, v)

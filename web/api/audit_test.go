@@ -103,6 +103,24 @@ func TestAuditListFiltersExportAndIsolation(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &ev))
 	require.Equal(t, "create_agent", ev.Tool)
 
+	// Operator actions are filtered and shown with their source, action,
+	// object and masked change; tool calls read as source mcp.
+	require.NoError(t, trail.Record(ctx, audit.Entry{ID: uuid.New(), TenantID: a.ID, PrincipalKind: "operator", PrincipalID: "member:m",
+		Source: audit.SourceAdminAPI, Action: "updateMember", Object: "member:x", Change: `{"password":"(set)"}`, Outcome: audit.OutcomeOK,
+		Code: 200, Event: "operator_action", At: time.Now()}))
+	code, body = get("/api/v1/tenants/acme/audit?source=admin_api&action=updateMember&object=member:x", keyA)
+	require.Equal(t, 200, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list.Events, 1)
+	require.Equal(t, api.AuditEvent{ID: list.Events[0].ID, At: list.Events[0].At, PrincipalKind: "operator", PrincipalID: "member:m",
+		Outcome: "ok", Code: 200, EventType: "operator_action", Source: "admin_api", Action: "updateMember", Object: "member:x",
+		Change: `{"password":"(set)"}`}, list.Events[0])
+	code, body = get("/api/v1/tenants/acme/audit?source=mcp", keyA)
+	require.Equal(t, 200, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list.Events, 5)
+	require.Equal(t, "mcp", list.Events[0].Source)
+
 	code, _ = get("/api/v1/tenants/acme/audit?since=yesterday", keyA)
 	require.Equal(t, 400, code, "a client mistake is a 4xx")
 
