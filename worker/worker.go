@@ -11,11 +11,14 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/visorhq/visor/services/lifecycle"
 )
 
 // Registry collects job workers, queues and periodic jobs before a Runner
@@ -48,18 +51,26 @@ type Options struct {
 	Logger *slog.Logger
 	// Concurrency is the default queue's worker count (10 if zero).
 	Concurrency int
+	// DrainTimeout bounds how long Stop lets running jobs finish before it
+	// cancels them (30 s if zero).
+	DrainTimeout time.Duration
 }
 
 // Runner works jobs. Start it once; Stop drains it.
 type Runner struct {
 	client *river.Client[pgx.Tx]
 	log    *slog.Logger
+	drain  time.Duration
+	life   lifecycle.Base
 }
 
 // NewRunner returns a Runner for the registered jobs on pool.
 func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 10
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 30 * time.Second
 	}
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.Concurrency}}
 	for name, n := range maps.All(reg.queues) {
@@ -71,7 +82,7 @@ func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure job runner: %w", err)
 	}
-	return &Runner{client: c, log: o.Logger}, nil
+	return &Runner{client: c, log: o.Logger, drain: o.DrainTimeout}, nil
 }
 
 // NewInserter returns a River client that only inserts jobs, for processes
@@ -89,27 +100,36 @@ func NewInserter(pool *pgxpool.Pool, log *slog.Logger) (*river.Client[pgx.Tx], e
 func (r *Runner) Client() *river.Client[pgx.Tx] { return r.client }
 
 // Start begins fetching and working jobs. Jobs keep running until Stop,
-// not until ctx ends.
+// not until ctx ends. It runs once (lifecycle.Base).
 func (r *Runner) Start(ctx context.Context) error {
-	if err := r.client.Start(context.WithoutCancel(ctx)); err != nil {
+	rctx, err := r.life.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Start(rctx); err != nil {
 		return fmt.Errorf("start job runner: %w", err)
 	}
+	r.life.OnStop(r.stop)
 	r.log.Info("job runner started")
 	return nil
 }
 
-// Stop stops fetching and waits for running jobs to finish. When ctx ends
-// first, running jobs are cancelled (their context ends) and Stop waits for
-// them to return.
-func (r *Runner) Stop(ctx context.Context) error {
+// Stop stops fetching and waits up to the drain timeout for running jobs
+// to finish, then cancels those still running (their context ends) and
+// waits for them to return. It is safe to call twice.
+func (r *Runner) Stop() { r.life.Stop() }
+
+func (r *Runner) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.drain)
+	defer cancel()
 	err := r.client.Stop(ctx)
 	if ctx.Err() != nil {
 		r.log.Warn("job runner drain timed out; cancelling running jobs")
 		err = r.client.StopAndCancel(context.WithoutCancel(ctx))
 	}
 	if err != nil {
-		return fmt.Errorf("stop job runner: %w", err)
+		r.log.Error("stop job runner", "err", err)
+		return
 	}
 	r.log.Info("job runner stopped")
-	return nil
 }

@@ -3,8 +3,9 @@ package grants
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/visorhq/visor/services/lifecycle"
 )
 
 // Expirer ends grants when their time is up, so the tool disappears from
@@ -14,9 +15,7 @@ type Expirer struct {
 	svc   *Service
 	every time.Duration
 	log   *slog.Logger
-
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	life  lifecycle.Base
 }
 
 // NewExpirer returns an expirer that checks every period (default 1s).
@@ -27,32 +26,25 @@ func NewExpirer(svc *Service, every time.Duration, log *slog.Logger) *Expirer {
 	return &Expirer{svc: svc, every: every, log: log}
 }
 
-// Start runs the expirer until Stop.
-func (x *Expirer) Start(ctx context.Context) error {
-	ctx, x.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	x.wg.Go(func() {
-		tick := time.NewTicker(x.every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if n, err := x.svc.ExpireDue(ctx); err != nil && ctx.Err() == nil {
-				x.log.WarnContext(ctx, "expire grants", "err", err)
-			} else if n > 0 {
-				x.log.InfoContext(ctx, "expired grants", "agents", n)
-			}
-		}
-	})
-	return nil
-}
+// Start runs the expirer until Stop. It runs once (lifecycle.Base).
+func (x *Expirer) Start(ctx context.Context) error { return x.life.Start(ctx, x.run) }
 
-// Stop ends the expirer and waits for it.
-func (x *Expirer) Stop() {
-	if x.cancel != nil {
-		x.cancel()
+// Stop ends the expirer and waits for it; it is safe to call twice.
+func (x *Expirer) Stop() { x.life.Stop() }
+
+func (x *Expirer) run(ctx context.Context) {
+	tick := time.NewTicker(x.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n, err := x.svc.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+			x.log.WarnContext(ctx, "expire grants", "err", err)
+		} else if n > 0 {
+			x.log.InfoContext(ctx, "expired grants", "agents", n)
+		}
 	}
-	x.wg.Wait()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/lifecycle"
 )
 
 // Versions reads tenants' policy versions from the source of truth
@@ -68,10 +69,9 @@ type Hub struct {
 	// counters for Stats
 	notified, repaired, revoked int64
 
-	kick   chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // workers and the reconciler
-	sends  sync.WaitGroup // notifications in flight
+	kick  chan struct{}
+	life  lifecycle.Base // workers and the reconciler
+	sends sync.WaitGroup // notifications in flight
 }
 
 var (
@@ -146,30 +146,29 @@ func NewHub(cfg Config) *Hub {
 	}
 	h := &Hub{cfg: cfg, log: cfg.Log, tenants: map[uuid.UUID]*tenant{}, kick: make(chan struct{}, 1)}
 	h.wake = sync.NewCond(&h.mu)
+	h.life.OnStop(func() { // workers wait on wake, not on the context
+		h.mu.Lock()
+		h.stopped = true
+		h.wake.Broadcast()
+		h.mu.Unlock()
+	})
 	return h
 }
 
-// Start runs the workers and the reconciler until Stop.
+// Start runs the workers and the reconciler until Stop. It runs once
+// (lifecycle.Base).
 func (h *Hub) Start(ctx context.Context) error {
-	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	fns := []func(context.Context){h.reconcileLoop}
 	for range h.cfg.Workers {
-		h.wg.Go(func() { h.work(ctx) })
+		fns = append(fns, h.work)
 	}
-	h.wg.Go(func() { h.reconcileLoop(ctx) })
-	return nil
+	return h.life.Start(ctx, fns...)
 }
 
 // Stop ends the workers and the reconciler and waits for notifications in
-// flight.
+// flight. It is safe to call twice.
 func (h *Hub) Stop() {
-	h.mu.Lock()
-	h.stopped = true
-	h.wake.Broadcast()
-	h.mu.Unlock()
-	if h.cancel != nil {
-		h.cancel()
-	}
-	h.wg.Wait()
+	h.life.Stop()
 	h.sends.Wait()
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/lifecycle"
 )
 
 // AuditLog is the Postgres audit trail. Record hands a row to a small pool
@@ -28,10 +28,8 @@ type AuditLog struct {
 	writers  int
 	maxBatch int
 
-	mu      sync.Mutex
-	started bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	life    lifecycle.Base
+	stop    chan struct{} // closed when Stop begins: Record refuses new rows
 	commits atomic.Int64
 }
 
@@ -54,36 +52,23 @@ func NewAuditLog(db *DB, writers int, log *slog.Logger) *AuditLog {
 	if writers <= 0 {
 		writers = 4
 	}
-	return &AuditLog{db: db, log: log, in: make(chan *pendingRow, 4096), writers: writers, maxBatch: 512, stop: make(chan struct{})}
+	l := &AuditLog{db: db, log: log, in: make(chan *pendingRow, 4096), writers: writers, maxBatch: 512, stop: make(chan struct{})}
+	l.life.OnStop(func() { close(l.stop) })
+	return l
 }
 
-// Start runs the writers until Stop.
-func (l *AuditLog) Start(context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.started {
-		return nil
+// Start runs the writers until Stop. It runs once (lifecycle.Base).
+func (l *AuditLog) Start(ctx context.Context) error {
+	fns := make([]func(context.Context), l.writers)
+	for i := range fns {
+		fns[i] = func(context.Context) { l.write() }
 	}
-	l.started = true
-	for range l.writers {
-		l.wg.Add(1)
-		go l.write()
-	}
-	return nil
+	return l.life.Start(ctx, fns...)
 }
 
-// Stop writes every row already handed in, then stops the writers.
-func (l *AuditLog) Stop() {
-	l.mu.Lock()
-	if !l.started {
-		l.mu.Unlock()
-		return
-	}
-	l.started = false
-	close(l.stop)
-	l.mu.Unlock()
-	l.wg.Wait()
-}
+// Stop writes every row already handed in, then stops the writers. It is
+// safe to call twice.
+func (l *AuditLog) Stop() { l.life.Stop() }
 
 // Record returns once e is committed. An error means it was not.
 func (l *AuditLog) Record(ctx context.Context, e audit.Entry) error {
@@ -104,7 +89,6 @@ func (l *AuditLog) Record(ctx context.Context, e audit.Entry) error {
 }
 
 func (l *AuditLog) write() {
-	defer l.wg.Done()
 	batch := make([]*pendingRow, 0, l.maxBatch)
 	for {
 		select {

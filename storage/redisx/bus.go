@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/lifecycle"
 )
 
 // ChangesPattern matches every tenant's change channel.
@@ -63,9 +64,7 @@ type Subscriber struct {
 	// idle is how long the connection may stay silent before a ping, and
 	// three times that before it is declared dead and replaced.
 	idle time.Duration
-
-	cancel context.CancelFunc
-	done   chan struct{}
+	life lifecycle.Base
 }
 
 // NewSubscriber returns a subscriber that calls handle for each event and
@@ -75,25 +74,13 @@ func NewSubscriber(rdb *redis.Client, handle func(changes.Event), onSubscribed f
 	return &Subscriber{rdb: rdb, handle: handle, onSubscribed: onSubscribed, log: log, idle: time.Second}
 }
 
-// Start subscribes in the background until Stop.
-func (s *Subscriber) Start(ctx context.Context) error {
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		s.run(ctx)
-	}()
-	return nil
-}
+// Start subscribes in the background until Stop. It runs once
+// (lifecycle.Base).
+func (s *Subscriber) Start(ctx context.Context) error { return s.life.Start(ctx, s.run) }
 
-// Stop ends the subscription and waits for the goroutine.
-func (s *Subscriber) Stop() {
-	if s.cancel == nil {
-		return
-	}
-	s.cancel()
-	<-s.done
-}
+// Stop ends the subscription and waits for the goroutine; it is safe to
+// call twice.
+func (s *Subscriber) Stop() { s.life.Stop() }
 
 // run holds one subscription at a time, replacing it when it fails.
 func (s *Subscriber) run(ctx context.Context) {
