@@ -19,25 +19,50 @@ import (
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/lifecycle"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/redisx"
 )
 
-// app holds the shared dependencies of the long-running commands. Each
-// command opens it with only what it needs and closes it on the way out.
+// app holds the shared dependencies of the long-running commands, built
+// once and in order by openApp: connections, then stores, then the domain
+// services. Each command then adds its background services to life (which
+// stops them in reverse order on Close) and its edges.
 type app struct {
-	cfg Config
-	log *slog.Logger
-	tp  trace.TracerProvider // nil when tracing is off
-	db  *postgres.DB
-	rdb *redisx.Client // nil for commands that do not need Redis
-	ids *identity.Service
+	cfg    Config
+	log    *slog.Logger
+	tp     trace.TracerProvider // nil when tracing is off
+	db     *postgres.DB
+	rdb    *redisx.Client // nil for commands that do not need Redis
+	stores stores
+	ids    *identity.Service
 	// grants is the scoped-grants service (capability_request, approvals).
 	grants *grants.Service
-	stop   []func()
+	// life holds what the command started and opened; Close stops it all,
+	// newest first.
+	life lifecycle.Group
 	// local drops this replica's caches for the changes it commits itself.
 	local localChanges
+}
+
+// stores are the Postgres stores, each built once per process.
+type stores struct {
+	identity     *postgres.IdentityStore
+	credentials  *postgres.CredentialStore
+	grants       *postgres.GrantStore
+	reservations *postgres.ReservationStore
+	// audit is the audit trail; its group-commit writers run as a service
+	// (started by the commands that record).
+	audit *postgres.AuditLog
+}
+
+func newStores(db *postgres.DB, log *slog.Logger) stores {
+	return stores{
+		identity: postgres.NewIdentityStore(db), credentials: postgres.NewCredentialStore(db),
+		grants: postgres.NewGrantStore(db), reservations: postgres.NewReservationStore(db),
+		audit: postgres.NewAuditLog(db, 4, log.With("area", "audit")),
+	}
 }
 
 type appNeeds struct {
@@ -58,7 +83,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	if a.db, err = openPostgres(ctx, cfg, tp); err != nil {
 		return nil, err
 	}
-	a.stop = append(a.stop, a.db.Close)
+	a.life.Defer(a.db.Close)
 	if need.schemaCheck {
 		if err := a.db.CheckCurrent(ctx); err != nil {
 			return nil, err
@@ -68,7 +93,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 		if a.rdb, err = openRedis(ctx, cfg, tp); err != nil {
 			return nil, err
 		}
-		a.stop = append(a.stop, func() { _ = a.rdb.Close() })
+		a.life.Defer(func() { _ = a.rdb.Close() })
 	} else if need.announce {
 		// Best effort: without Redis the change still commits, and replicas
 		// drop their cached credentials within auth.CredentialCacheTTL.
@@ -79,13 +104,18 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 			log.Warn("cannot announce changes to running replicas; they notice within seconds", "err", err)
 			a.rdb, err = nil, nil
 		} else {
-			a.stop = append(a.stop, func() { _ = a.rdb.Close() })
+			a.life.Defer(func() { _ = a.rdb.Close() })
 		}
 	}
-	a.ids = identity.NewService(postgres.NewIdentityStore(a.db), a.publisher(), log)
-	a.grants = grants.NewService(postgres.NewGrantStore(a.db), a.ids.Store(), a.publisher(), tools.Match, log)
+	a.stores = newStores(a.db, log)
+	a.ids = identity.NewService(a.stores.identity, a.publisher(), log)
+	a.grants = grants.NewService(a.stores.grants, a.stores.identity, a.publisher(), tools.Match, log)
 	return a, nil
 }
+
+// start starts a background service for the rest of the command; Close
+// stops it, in the reverse order of starting.
+func (a *app) start(ctx context.Context, s lifecycle.Service) error { return a.life.Start(ctx, s) }
 
 // publisher is where committed policy changes go: the tenant's Redis
 // channel, or nowhere for commands without Redis (replicas then reconcile
@@ -124,13 +154,9 @@ func (l *localChanges) Publish(_ context.Context, e changes.Event) error {
 	return nil
 }
 
-// Close releases everything openApp opened, newest first.
-func (a *app) Close() {
-	for i := len(a.stop) - 1; i >= 0; i-- {
-		a.stop[i]()
-	}
-	a.stop = nil
-}
+// Close stops every service the command started and closes what openApp
+// opened, newest first. It is safe to call twice.
+func (a *app) Close() { a.life.Stop() }
 
 // connectTimeout bounds each attempt to reach Postgres when the URL sets no
 // connect_timeout.

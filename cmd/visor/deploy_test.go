@@ -72,7 +72,9 @@ func TestDeployFilesDescribeTheStack(t *testing.T) {
 // nothing else in it, as the unprivileged user the Dockerfile uses.
 func TestStaticBinaryRunsAsNonRootInAnEmptyImage(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A cold build of the whole module takes minutes on a busy two-core
+	// machine; later runs reuse the build cache.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
 		pgtest.Unavailable(t, "Docker Engine", firstLine(string(out), err))

@@ -14,7 +14,6 @@ import (
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
-	"github.com/visorhq/visor/storage/postgres"
 )
 
 // The demo tenant `visor dev` keeps.
@@ -61,8 +60,7 @@ func seedDemo(ctx context.Context, a *app, base string) (devCredentials, error) 
 	if err != nil {
 		return c, err
 	}
-	store := postgres.NewIdentityStore(a.db)
-	resolver := auth.NewResolver(store, store, auth.NewURLs(base), a.log)
+	resolver := auth.NewResolver(a.stores.identity, a.stores.identity, auth.NewURLs(base), a.log)
 	if c.OperatorKey, err = ensureKey(ctx, a.ids, resolver, t, identity.NewKey{Kind: identity.KeyOperator, Name: "visor dev operator"}, kept.OperatorKey); err != nil {
 		return c, err
 	}

@@ -18,35 +18,32 @@ import (
 // startLive starts the live-changes plane of a serve process: the hub that
 // tracks this replica's notification streams and recomputes them on change
 // events, the Redis subscription that feeds it (and kicks its reconciler on
-// every (re)subscription), and the grant expirer. app.Close stops them.
+// every (re)subscription), and the grant expirer. app.Close stops them, in
+// the reverse order.
 // visible is the tools policy's view (tools.VisibleFunc) and forget drops
 // its cached rows for each event heard; the MCP endpoint opens its streams
 // on the returned hub.
-func (a *app) startLive(s *server.Server, visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (*live.Hub, error) {
+func (a *app) startLive(ctx context.Context, s *server.Server, visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (*live.Hub, error) {
 	log := a.log.With("area", "live")
-	ctx := context.Background()
 	hub := live.NewHub(live.Config{Visible: visible, Versions: a.db, ReconcileEvery: a.cfg.LiveReconcile, Log: log,
 		Valid: auth.NewValidity(a.db).Refresh, CheckEvery: a.cfg.LiveCredentials})
-	if err := hub.Start(ctx); err != nil {
+	if err := a.start(ctx, hub); err != nil {
 		return nil, err
 	}
-	a.stop = append(a.stop, hub.Stop)
 	if a.rdb != nil {
 		handle := func(e changes.Event) {
 			forget(e.TenantID, e.AgentID)
 			hub.Handle(e)
 		}
 		sub := redisx.NewSubscriber(a.rdb.Client, handle, hub.Kick, log)
-		if err := sub.Start(ctx); err != nil {
+		if err := a.start(ctx, sub); err != nil {
 			return nil, err
 		}
-		a.stop = append(a.stop, sub.Stop)
 	}
 	x := grants.NewExpirer(a.grants, time.Second, log)
-	if err := x.Start(ctx); err != nil {
+	if err := a.start(ctx, x); err != nil {
 		return nil, err
 	}
-	a.stop = append(a.stop, x.Stop)
 
 	stat := func(f func(live.Stats) int) func() float64 {
 		return func() float64 { return float64(f(hub.Stats())) }

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-
-	"github.com/google/uuid"
 	"net/http"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/catalog"
-	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
-	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/web/mcp"
 	"github.com/visorhq/visor/web/server"
 )
@@ -22,26 +20,20 @@ import (
 // refresh it, so a notified client re-reads the new list.
 const subjectCacheTTL = time.Second
 
-// mcpDeps are what the MCP endpoint needs from other areas: extra tool
-// families (grants' capability_request), the grant reader and the live hub.
-type mcpDeps struct {
-	families []catalog.Family
-	grants   tools.Grants
-	// streams starts the live hub on the policy's view; forget drops the
-	// policy's cached rows for each change event the replica hears.
-	streams func(visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (live.Streams, error)
+// families are the tool families the MCP endpoint serves. Add yours here.
+func (a *app) families() []catalog.Family {
+	return []catalog.Family{
+		agents.NewService(a.ids, a.stores.identity, a.stores.reservations),
+		a.grants,
+	}
 }
 
-// mountMCP builds the tool registry, the policy, the audit trail and the
-// endpoint, and mounts it at /t/:tenant/mcp behind auth's middleware.
-func (a *app) mountMCP(s *server.Server, resolver *auth.Resolver, trail *postgres.AuditLog, d mcpDeps) error {
-	store := postgres.NewIdentityStore(a.db)
-	fams := append([]catalog.Family{agents.NewService(a.ids, store, postgres.NewReservationStore(a.db))}, d.families...)
-	reg := catalog.New(fams...)
-	if d.grants == nil {
-		d.grants = tools.NoGrants{}
-	}
-	subjects := tools.NewSubjects(store, d.grants, subjectCacheTTL)
+// mountMCP builds the tool registry and the policy's view of callers,
+// starts the live hub on that view, and mounts the endpoint at
+// /t/:tenant/mcp behind auth's middleware.
+func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Resolver) error {
+	reg := catalog.New(a.families()...)
+	subjects := tools.NewSubjects(a.stores.identity, a.grants, subjectCacheTTL)
 	// Every change this replica commits or hears drops the policy's
 	// cached rows and the resolver's cached credentials of the tenant.
 	forget := func(tenantID, agentID uuid.UUID) {
@@ -49,29 +41,15 @@ func (a *app) mountMCP(s *server.Server, resolver *auth.Resolver, trail *postgre
 		subjects.Forget(tenantID, agentID)
 	}
 	a.local.hear(forget)
-	var streams live.Streams = live.NoStreams{}
-	if d.streams != nil {
-		var err error
-		if streams, err = d.streams(tools.VisibleFunc(reg, subjects), forget); err != nil {
-			return err
-		}
+	hub, err := a.startLive(ctx, s, tools.VisibleFunc(reg, subjects), forget)
+	if err != nil {
+		return err
 	}
-	ep := mcp.New(reg, subjects, trail, streams, mcp.Options{
+	ep := mcp.New(reg, subjects, a.stores.audit, hub, mcp.Options{
 		Logger:           a.log.With("area", "mcp"),
 		ResourceMetadata: func(_ *http.Request, slug string) string { return resolver.URLs().ResourceMetadata(slug) },
 	})
 	ep.Register(s.Echo(), resolver.Middleware(""))
-	s.Echo().Server.RegisterOnShutdown(ep.Close)
+	s.OnShutdown(ep.Close)
 	return nil
-}
-
-// startAudit starts the audit trail's group-commit writers; app.Close
-// stops them after the HTTP server has drained.
-func (a *app) startAudit() (*postgres.AuditLog, error) {
-	trail := postgres.NewAuditLog(a.db, 4, a.log.With("area", "audit"))
-	if err := trail.Start(context.Background()); err != nil {
-		return nil, err
-	}
-	a.stop = append(a.stop, trail.Stop)
-	return trail, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/auth/oauth"
-	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/web/api"
 	"github.com/visorhq/visor/worker"
 )
@@ -47,15 +46,16 @@ func loadOAuthConfig(get func(string) string, bad func(name, format string, args
 // mountOAuth builds the authorization server, makes resolver accept its
 // access tokens, member sessions and round tokens, registers its routes on
 // e, and returns its admin API resources.
-func (a *app) mountOAuth(e *echo.Echo, resolver *auth.Resolver, baseURL string) ([]api.Resource, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resolver, baseURL string) ([]api.Resource, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	as, creds, err := a.oauthServer(ctx, baseURL)
+	as, err := a.oauthServer(ctx, baseURL)
 	if err != nil {
 		return nil, err
 	}
 	as.Attach(resolver)
-	rounds := auth.NewRounds(creds, postgres.NewIdentityStore(a.db))
+	creds := a.stores.credentials
+	rounds := auth.NewRounds(creds, a.stores.identity)
 	rounds.Changes = a.publisher()
 	resolver.Rounds = rounds
 	as.Register(e, resolver.LoadTenant())
@@ -63,18 +63,16 @@ func (a *app) mountOAuth(e *echo.Echo, resolver *auth.Resolver, baseURL string) 
 }
 
 // oauthServer builds the authorization server for baseURL.
-func (a *app) oauthServer(ctx context.Context, baseURL string) (*oauth.Server, *postgres.CredentialStore, error) {
-	creds := postgres.NewCredentialStore(a.db)
-	s, err := oauth.New(ctx, oauth.Config{
+func (a *app) oauthServer(ctx context.Context, baseURL string) (*oauth.Server, error) {
+	return oauth.New(ctx, oauth.Config{
 		BaseURL: baseURL, HMACSecret: []byte(a.cfg.OAuth.HMACSecret), AccessTokenTTL: a.cfg.OAuth.AccessTokenTTL,
 		RefreshTokenTTL: a.cfg.OAuth.RefreshTokenTTL, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: a.cfg.OAuth.CIMDDevHosts},
-	}, creds, a.ids, a.log.With("area", "oauth"))
-	return s, creds, err
+	}, a.stores.credentials, a.ids, a.log.With("area", "oauth"))
 }
 
 // registerOAuthJobs schedules the cleanup of expired codes, tokens and
 // sessions.
 func (a *app) registerOAuthJobs(reg *worker.Registry) {
-	river.AddWorker(reg.Workers(), &oauth.CleanupWorker{Store: postgres.NewCredentialStore(a.db)})
+	river.AddWorker(reg.Workers(), &oauth.CleanupWorker{Store: a.stores.credentials})
 	reg.AddPeriodic(oauth.CleanupPeriodicJob(15 * time.Minute))
 }

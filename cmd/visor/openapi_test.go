@@ -37,7 +37,7 @@ func TestOpenAPICoversTheWiredServer(t *testing.T) {
 	require.NoError(t, err)
 	defer a.Close()
 	s := server.New(server.Options{Logger: log, ErrorHandler: a.errorHandler()})
-	require.NoError(t, a.routes(s, "http://visor.test"))
+	require.NoError(t, a.edges(context.Background(), s, "http://visor.test"))
 
 	rec := httptest.NewRecorder()
 	s.Echo().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, api.DocPath, nil))

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/visorhq/visor/web/server"
-	"github.com/visorhq/visor/worker"
 )
 
 func serveCommand() command {
@@ -36,7 +35,10 @@ type serveOptions struct {
 	service    string
 }
 
-// serve runs the HTTP edge (and, for dev, the worker) until ctx ends.
+// serve runs the HTTP edge (and, for dev, the worker) until ctx ends:
+// connections, stores and services (openApp), the listener, the edges and
+// their background services, then the worker; on the way out the server
+// drains and app.Close stops everything in the reverse order.
 func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOptions) (err error) {
 	if o.service == "" {
 		o.service = "serve"
@@ -45,7 +47,7 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 	if err != nil {
 		return err
 	}
-	defer flushTraces(flush, log)
+	defer flushTraces(ctx, flush, log)
 	a, err := openApp(ctx, cfg, log, tp, appNeeds{redis: true, schemaCheck: true})
 	if err != nil {
 		return err
@@ -61,18 +63,13 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 	}
 	defer s.Close()
 	base := cfg.baseURL(s.Addr())
-	if err := a.routes(s, base); err != nil {
+	if err := a.edges(ctx, s, base); err != nil {
 		return err
 	}
 	if o.withWorker {
-		r, err := a.newRunner()
-		if err != nil {
+		if err := a.startRunner(ctx); err != nil {
 			return err
 		}
-		if err := r.Start(ctx); err != nil {
-			return err
-		}
-		defer stopRunner(r, cfg, log)
 	}
 	if e.listening != nil {
 		e.listening(s.Addr())
@@ -85,16 +82,9 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 	return s.Serve(ctx)
 }
 
-func stopRunner(r *worker.Runner, cfg Config, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := r.Stop(ctx); err != nil {
-		log.Error("stop job runner", "err", err)
-	}
-}
-
-func flushTraces(flush func(context.Context) error, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// flushTraces sends the spans still buffered, after ctx has ended.
+func flushTraces(ctx context.Context, flush func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := flush(ctx); err != nil {
 		log.Warn("flush traces", "err", err)

@@ -1,47 +1,40 @@
 package main
 
 import (
-	"github.com/google/uuid"
+	"context"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
-	"github.com/visorhq/visor/services/catalog"
-	"github.com/visorhq/visor/services/live"
-	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/web/api"
 	"github.com/visorhq/visor/web/server"
 	"github.com/visorhq/visor/worker"
 )
 
-// This file is where each area is wired in. Add your Register call to
-// routes, your admin API resources to adminAPI, and your workers to
-// registerJobs; keep each addition one line or a small block so parallel
-// changes merge cleanly.
+// This file is where each area is wired in, in one straight line: openApp
+// built the connections, stores and domain services; edges starts the
+// background services the HTTP areas need and mounts the areas. Add your
+// Register call to edges, your admin API resources to adminAPI, your tool
+// family to families (mcp.go) and your workers to registerJobs; keep each
+// addition one line or a small block so parallel changes merge cleanly.
+//
+// A background service implements lifecycle.Service (Start(ctx) error,
+// Stop()); start it with a.start(ctx, svc) where it is built, and app.Close
+// stops it after the HTTP server has drained, in the reverse order.
 
-// routes registers every area's HTTP routes on the server.
-func (a *app) routes(s *server.Server, baseURL string) error {
-	store := postgres.NewIdentityStore(a.db)
-	resolver := auth.NewResolver(store, store, auth.NewURLs(baseURL), a.log)
-	trail, err := a.startAudit()
+// edges starts what the HTTP areas need and registers every area's routes
+// on the server.
+func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error {
+	resolver := auth.NewResolver(a.stores.identity, a.stores.identity, auth.NewURLs(baseURL), a.log)
+	if err := a.start(ctx, a.stores.audit); err != nil {
+		return err
+	}
+	oauthAPI, err := a.mountOAuth(ctx, s.Echo(), resolver, baseURL)
 	if err != nil {
 		return err
 	}
-	oauthAPI, err := a.mountOAuth(s.Echo(), resolver, baseURL)
-	if err != nil {
-		return err
-	}
-	a.adminAPI(resolver, append(oauthAPI, api.AuditResource(trail), api.ReservationsResource(postgres.NewReservationStore(a.db)))...).Register(s.Echo())
-	mcpDeps := mcpDeps{
-		families: []catalog.Family{a.grants},
-		grants:   a.grants,
-		streams: func(visible live.VisibleFunc, forget func(tenantID, agentID uuid.UUID)) (live.Streams, error) {
-			return a.startLive(s, visible, forget)
-		},
-	}
-	if err := a.mountMCP(s, resolver, trail, mcpDeps); err != nil {
-		return err
-	}
-	return nil
+	a.adminAPI(resolver, append(oauthAPI, api.AuditResource(a.stores.audit), api.ReservationsResource(a.stores.reservations))...).Register(s.Echo())
+	return a.mountMCP(ctx, s, resolver)
 }
 
 // adminAPI builds the admin JSON API with every area's resources.
@@ -61,6 +54,6 @@ func (a *app) errorHandler() echo.HTTPErrorHandler { return api.ErrorHandler(a.l
 
 // registerJobs adds every area's job workers and periodic jobs.
 func (a *app) registerJobs(reg *worker.Registry) {
-	worker.RegisterMaintenance(reg, postgres.NewIdentityStore(a.db))
+	worker.RegisterMaintenance(reg, a.stores.identity)
 	a.registerOAuthJobs(reg)
 }

@@ -25,51 +25,56 @@ VISOR_WORKER_HTTP_ADDR set it also serves /healthz, /readyz and /metrics.`,
 			if err != nil {
 				return err
 			}
-			log := newLogger(cfg, e.stderr)
-			tp, flush, err := newTracerProvider(ctx, cfg, "worker")
-			if err != nil {
-				return err
-			}
-			defer flushTraces(flush, log)
-			a, err := openApp(ctx, cfg, log, tp, appNeeds{redis: true, schemaCheck: true})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			r, err := a.newRunner()
-			if err != nil {
-				return err
-			}
-			var probes *server.Server
-			if cfg.WorkerHTTPAddr != "" {
-				probes = server.New(server.Options{Addr: cfg.WorkerHTTPAddr, AddrVar: "VISOR_WORKER_HTTP_ADDR", Logger: log, ShutdownTimeout: cfg.ShutdownTimeout,
-					ErrorHandler: a.errorHandler(), Checks: a.checks()})
-				if err := probes.Listen(); err != nil {
-					return err
-				}
-				defer probes.Close()
-				if e.listening != nil {
-					e.listening(probes.Addr())
-				}
-			}
-			if err := r.Start(ctx); err != nil {
-				return err
-			}
-			var err2 error
-			if probes != nil {
-				err2 = probes.Serve(ctx) // until ctx ends
-			} else {
-				<-ctx.Done()
-			}
-			stopRunner(r, cfg, log)
-			return err2
+			return runWorker(ctx, e, cfg)
 		},
 	}
 }
 
-// newRunner builds the job runner with every registered job.
-func (a *app) newRunner() (*worker.Runner, error) {
+// runWorker runs the job worker until ctx ends: connections, stores and
+// services (openApp), the probe listener, then the job runner; on the way
+// out app.Close stops them in the reverse order.
+func runWorker(ctx context.Context, e *env, cfg Config) error {
+	log := newLogger(cfg, e.stderr)
+	tp, flush, err := newTracerProvider(ctx, cfg, "worker")
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, flush, log)
+	a, err := openApp(ctx, cfg, log, tp, appNeeds{redis: true, schemaCheck: true})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	var probes *server.Server
+	if cfg.WorkerHTTPAddr != "" {
+		probes = server.New(server.Options{Addr: cfg.WorkerHTTPAddr, AddrVar: "VISOR_WORKER_HTTP_ADDR", Logger: log, ShutdownTimeout: cfg.ShutdownTimeout,
+			ErrorHandler: a.errorHandler(), Checks: a.checks()})
+		if err := probes.Listen(); err != nil {
+			return err
+		}
+		defer probes.Close()
+	}
+	if err := a.startRunner(ctx); err != nil {
+		return err
+	}
+	if probes == nil {
+		<-ctx.Done()
+		return nil
+	}
+	if e.listening != nil {
+		e.listening(probes.Addr())
+	}
+	return probes.Serve(ctx) // until ctx ends
+}
+
+// startRunner builds the job runner with every registered job and starts
+// it; app.Close drains it.
+func (a *app) startRunner(ctx context.Context) error {
 	reg := worker.NewRegistry()
 	a.registerJobs(reg)
-	return worker.NewRunner(a.db.Pool, reg, worker.Options{Logger: a.log, Concurrency: a.cfg.WorkerConcurrency})
+	r, err := worker.NewRunner(a.db.Pool, reg, worker.Options{Logger: a.log, Concurrency: a.cfg.WorkerConcurrency, DrainTimeout: a.cfg.ShutdownTimeout})
+	if err != nil {
+		return err
+	}
+	return a.start(ctx, r)
 }
