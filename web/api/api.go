@@ -39,7 +39,10 @@ type Operation struct {
 	// a value of the success body type (nil: no body).
 	Request, Response any
 	Status            int // success status; 200 when zero
-	Handler           echo.HandlerFunc
+	// Query lists the query parameters the operation reads (filters, and
+	// PageParams for lists), for the OpenAPI document.
+	Query   []QueryParam
+	Handler echo.HandlerFunc
 }
 
 // Resource is a group of operations another package contributes. Add it

@@ -104,6 +104,13 @@ func (g *schemaGen) operation(op Operation, errRef map[string]any) map[string]an
 	for _, m := range pathParam.FindAllStringSubmatch(op.Path, -1) {
 		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 	}
+	for _, q := range op.Query {
+		schema := map[string]any{"type": q.Type}
+		if len(q.Enum) > 0 {
+			schema["enum"] = q.Enum
+		}
+		params = append(params, map[string]any{"name": q.Name, "in": "query", "description": q.Description, "schema": schema})
+	}
 	if params != nil {
 		o["parameters"] = params
 	}
