@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
@@ -39,6 +40,8 @@ type app struct {
 	ids    *identity.Service
 	// grants is the scoped-grants service (capability_request, approvals).
 	grants *grants.Service
+	// board is the task board (tasks, routines, reminders, hand-offs).
+	board *board.Service
 	// life holds what the command started and opened; Close stops it all,
 	// newest first.
 	life lifecycle.Group
@@ -110,6 +113,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.stores = newStores(a.db, log)
 	a.ids = identity.NewService(a.stores.identity, a.publisher(), log)
 	a.grants = grants.NewService(a.stores.grants, a.stores.identity, a.publisher(), tools.Match, log)
+	a.board = a.newBoard()
 	return a, nil
 }
 

@@ -25,6 +25,7 @@ func (a *app) families() []catalog.Family {
 	return []catalog.Family{
 		agents.NewService(a.ids, a.stores.identity, a.stores.reservations),
 		a.grants,
+		a.board,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/catalog"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/tools"
@@ -13,7 +14,7 @@ import (
 
 // all is every family Visor serves, with no dependencies: declarations only.
 func all() []catalog.Family {
-	return []catalog.Family{(*agents.Service)(nil), (*grants.Service)(nil)}
+	return []catalog.Family{(*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil)}
 }
 
 // TestDescriptionBudget enforces the 200-byte budget over the whole

@@ -23,6 +23,9 @@ type TenantSettings struct {
 	ComputerUseWorkspaces bool `json:"computer_use_workspaces"`
 	// ScriptWhenUnavailable is "" (refuse) or "run_unsandboxed".
 	ScriptWhenUnavailable string `json:"script_when_unavailable,omitempty"`
+	// TimeZone is the IANA time zone routines run in ("Europe/Paris");
+	// empty means UTC.
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // Integrations are tenant-wide third-party connections.

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/visorhq/visor/services/fault"
 )
@@ -40,6 +41,11 @@ func ValidateTenantSettings(s TenantSettings) error {
 	}
 	if len(s.Delegation.Pairs) > maxListEntries {
 		return fault.New(fault.Invalid, "delegation.pairs holds at most %d pairs", maxListEntries)
+	}
+	if s.TimeZone != "" {
+		if _, err := time.LoadLocation(s.TimeZone); err != nil || len(s.TimeZone) > 64 || s.TimeZone == "Local" {
+			return fault.New(fault.Invalid, "time_zone must be an IANA time zone name such as Europe/Paris")
+		}
 	}
 	switch s.ScriptWhenUnavailable {
 	case "", "run_unsandboxed":

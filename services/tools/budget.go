@@ -7,10 +7,11 @@ import "fmt"
 const DescriptionBudget = 200
 
 // ParamCapExemptions is the one list of parameters allowed past the budget,
-// keyed "tool.param", with their own cap. team_handoff.packet (≤ 1,024
-// bytes, the TaskPacket shape) joins it when the team_handoff family lands;
-// an entry that is no longer needed fails CheckBudget.
-var ParamCapExemptions = map[string]int{}
+// keyed "tool.param", with their own cap; an entry that is no longer needed
+// fails CheckBudget. team_handoff.packet states the whole TaskPacket shape:
+// a packet is rejected whole when it does not fit that shape, so a model
+// that cannot see the shape cannot hand off at all.
+var ParamCapExemptions = map[string]int{"team_handoff.packet": 1024}
 
 // CheckBudget returns every budget violation in reg under exemptions, and
 // every exemption that stopped being needed (its parameter is gone or fits

@@ -1,0 +1,2 @@
+DROP TABLE runtime_endpoints;
+DROP TABLE wakeups;
