@@ -83,6 +83,9 @@ func (s *Server) authorize(c echo.Context) error {
 	if msg := s.checkClientRedirect(ctx, t, req.Form); msg != "" {
 		return s.errorPage(c, t, http.StatusBadRequest, "Cannot continue", msg)
 	}
+	// fosite lets a loopback IP's port vary but not localhost's; tell the
+	// client loader the requested URI passed matchRedirect.
+	ctx = withMatchedRedirect(ctx, req.Form.Get("client_id"), req.Form.Get("redirect_uri"))
 	ar, err := s.provider.NewAuthorizeRequest(ctx, req)
 	if err != nil {
 		s.provider.WriteAuthorizeError(ctx, w, ar, err)
@@ -152,8 +155,8 @@ func covers(granted, requested []string) bool {
 }
 
 // checkClientRedirect refuses, without redirecting anywhere, a request whose
-// client is unknown or whose redirect_uri is not exactly one the client
-// registered (fosite alone would let a loopback port vary).
+// client is unknown or whose redirect_uri does not match one the client
+// registered (matchRedirect: exactly, but for a loopback port).
 func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, form url.Values) string {
 	id := form.Get("client_id")
 	if id == "" {
@@ -170,7 +173,7 @@ func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, for
 		}
 		return "This application is not known to " + t.Name + "."
 	}
-	if ru := form.Get("redirect_uri"); ru != "" && !slices.Contains(c.RedirectURIs, ru) {
+	if ru := form.Get("redirect_uri"); ru != "" && !matchRedirect(c.RedirectURIs, ru) {
 		return "The redirect_uri is not one this application registered."
 	}
 	return ""
@@ -234,7 +237,8 @@ func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.Auth
 		return s.fail(c, t, "load client for consent", err)
 	}
 	ru := ar.GetRedirectURI()
-	d := consentData{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: ru.Host, MemberEmail: m.Email,
+	shown, formTarget := redirectTarget(ru)
+	d := consentData{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: shown, MemberEmail: m.Email,
 		Action: "/t/" + t.Slug + "/oauth/authorize?" + c.Request().URL.RawQuery, CSRF: s.csrfToken(c),
 		Scopes: describeScopes(ar.GetRequestedScopes()), Withheld: withheld, Role: string(m.Role)}
 	if d.ClientName == "" {
@@ -242,5 +246,17 @@ func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.Auth
 	}
 	// Chrome applies form-action to the redirect that follows the post.
 	return pages.Render(c.Response(), http.StatusOK, "consent.html", pages.Page{Title: "Allow access", Tenant: t.Name, Data: d},
-		ru.Scheme+"://"+ru.Host)
+		formTarget)
+}
+
+// redirectTarget names where the member is sent after consent (a host, or
+// a native app's scheme) and the CSP form-action source that allows it.
+func redirectTarget(ru *url.URL) (shown, source string) {
+	if ru.Scheme == "http" || ru.Scheme == "https" {
+		return ru.Host, ru.Scheme + "://" + ru.Host
+	}
+	if ru.Host != "" {
+		return ru.Scheme + "://" + ru.Host + " (an application on your device)", ru.Scheme + ":"
+	}
+	return ru.Scheme + ": (an application on your device)", ru.Scheme + ":"
 }

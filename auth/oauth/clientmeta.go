@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"encoding/json"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -33,41 +32,8 @@ const (
 	maxClientNameSize = 200
 )
 
-// ValidRedirectURI checks one redirect URI: absolute, no fragment, no
-// user info, and https, or http on a loopback host (RFC 8252 native apps).
-func ValidRedirectURI(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || len(raw) > maxURIBytes || u.Fragment != "" || strings.Contains(raw, "#") || u.User != nil || u.Host == "" {
-		return fault.New(fault.Invalid, "redirect URI %q must be an absolute URL without fragment or user info", clip(raw))
-	}
-	switch u.Scheme {
-	case "https":
-		return nil
-	case "http":
-		if isLoopbackHost(u.Hostname()) {
-			return nil
-		}
-	}
-	return fault.New(fault.Invalid, "redirect URI %q must use https, or http on a loopback address", clip(raw))
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-func clip(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "…"
-	}
-	return s
-}
-
 // toClient validates m and returns the client it describes (without
-// tenant, id or secret). public says whether the client must be public.
+// tenant, id or secret).
 func (m ClientMetadata) toClient(kind credentials.ClientKind) (credentials.Client, error) {
 	c := credentials.Client{Kind: kind, Name: strings.TrimSpace(m.ClientName), ClientURI: m.ClientURI}
 	if len(c.Name) > maxClientNameSize {
@@ -81,12 +47,6 @@ func (m ClientMetadata) toClient(kind credentials.ClientKind) (credentials.Clien
 	if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > maxRedirectURIs {
 		return c, fault.New(fault.Invalid, "redirect_uris must list 1-%d URIs", maxRedirectURIs)
 	}
-	for _, r := range m.RedirectURIs {
-		if err := ValidRedirectURI(r); err != nil {
-			return c, err
-		}
-	}
-	c.RedirectURIs = slices.Clone(m.RedirectURIs)
 	c.GrantTypes = m.GrantTypes
 	if len(c.GrantTypes) == 0 {
 		c.GrantTypes = []string{"authorization_code", "refresh_token"}
@@ -110,6 +70,12 @@ func (m ClientMetadata) toClient(kind credentials.ClientKind) (credentials.Clien
 	default:
 		return c, fault.New(fault.Invalid, "token_endpoint_auth_method %q is not supported", clip(c.AuthMethod))
 	}
+	for _, r := range m.RedirectURIs {
+		if err := ValidRedirectURI(r, c.AuthMethod == credentials.AuthNone); err != nil {
+			return c, err
+		}
+	}
+	c.RedirectURIs = slices.Clone(m.RedirectURIs)
 	// Unknown scopes are dropped rather than refused (RFC 7591 §3.2.1 lets
 	// the server register less than asked): clients ask for their own
 	// names, and the registration answer says what was registered.

@@ -71,9 +71,25 @@ func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id s
 // (404), is never replaced by the cached copy.
 const staleLimit = 24 * time.Hour
 
+// matchedRedirect is a redirect URI that matchRedirect accepted for a
+// client in this request.
+type matchedRedirect struct{ clientID, uri string }
+
+type matchedRedirectKey struct{}
+
+func withMatchedRedirect(ctx context.Context, clientID, uri string) context.Context {
+	return context.WithValue(ctx, matchedRedirectKey{}, matchedRedirect{clientID: clientID, uri: uri})
+}
+
 // fositeClient presents c to fosite. Every client of a tenant may only
-// obtain tokens for that tenant's MCP endpoint.
-func (l *clientLoader) fositeClient(t identity.Tenant, c credentials.Client) fosite.Client {
+// obtain tokens for that tenant's MCP endpoint. A redirect URI that
+// matchRedirect accepted in this request (a loopback URI on another port)
+// is presented as registered, so fosite's stricter comparison agrees.
+func (l *clientLoader) fositeClient(ctx context.Context, t identity.Tenant, c credentials.Client) fosite.Client {
+	if m, ok := ctx.Value(matchedRedirectKey{}).(matchedRedirect); ok && m.clientID == c.ID && m.uri != "" &&
+		!slices.Contains(c.RedirectURIs, m.uri) && matchRedirect(c.RedirectURIs, m.uri) {
+		c.RedirectURIs = append(slices.Clone(c.RedirectURIs), m.uri)
+	}
 	grants := c.GrantTypes
 	if !slices.Contains(grants, "authorization_code") {
 		grants = append(slices.Clone(grants), "authorization_code")

@@ -30,7 +30,7 @@ func FuzzParseClientMetadataDocument(f *testing.F) {
 			t.Fatalf("accepted a bad client: %+v", c)
 		}
 		for _, r := range c.RedirectURIs {
-			if oauth.ValidRedirectURI(r) != nil {
+			if oauth.ValidRedirectURI(r, true) != nil {
 				t.Fatalf("accepted redirect URI %q", r)
 			}
 		}
@@ -38,24 +38,36 @@ func FuzzParseClientMetadataDocument(f *testing.F) {
 }
 
 // FuzzValidRedirectURI checks that every accepted redirect URI is https,
-// or http on a loopback host, with no fragment or user info.
+// http on a loopback host, or (for a public client) a private-use scheme
+// that is neither a refused one nor an http lookalike, always without
+// fragment or user info; and that a confidential client gets no
+// private-use scheme.
 func FuzzValidRedirectURI(f *testing.F) {
 	for _, s := range []string{"https://c.example/cb", "http://127.0.0.1:8080/cb", "http://[::1]/cb", "http://localhost/cb",
-		"http://evil.example/cb", "https://u:p@c.example/", "https://c.example/#f", "custom:/cb", "https://", "http://127.0.0.1.evil.example/"} {
-		f.Add(s)
+		"http://evil.example/cb", "https://u:p@c.example/", "https://c.example/#f", "custom:/cb", "https://", "http://127.0.0.1.evil.example/",
+		"cursor://anysphere.cursor-mcp/oauth/callback", "com.example.app:/oauth2redirect", "javascript:alert(1)", "https.evil:/x",
+		"data:text/html,x", "File:///etc/passwd", "vscode://u:p@x/cb"} {
+		f.Add(s, true)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if oauth.ValidRedirectURI(s) != nil {
+	f.Fuzz(func(t *testing.T, s string, public bool) {
+		if oauth.ValidRedirectURI(s, public) != nil {
 			return
 		}
 		u, err := url.Parse(s)
-		if err != nil || u.User != nil || u.Fragment != "" || strings.Contains(s, "#") || u.Host == "" {
+		if err != nil || u.User != nil || u.Fragment != "" || strings.Contains(s, "#") {
 			t.Fatalf("accepted %q", s)
 		}
 		h := u.Hostname()
 		ip := net.ParseIP(h)
-		if u.Scheme != "https" && !(u.Scheme == "http" && (h == "localhost" || (ip != nil && ip.IsLoopback()))) {
+		switch {
+		case u.Scheme == "https" && h != "":
+		case u.Scheme == "http" && (h == "localhost" || (ip != nil && ip.IsLoopback())):
+		case !public:
+			t.Fatalf("a confidential client got %q", s)
+		case strings.HasPrefix(u.Scheme, "http") || u.Scheme == "javascript" || u.Scheme == "data" || u.Scheme == "file":
 			t.Fatalf("accepted %q", s)
+		case !strings.HasPrefix(s, u.Scheme+":"):
+			t.Fatalf("accepted a scheme that is not lower case: %q", s)
 		}
 	})
 }

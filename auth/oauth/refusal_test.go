@@ -192,10 +192,20 @@ func TestRedirectURIMustMatchExactly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	clientID := e.dcrClient("acme", "http://127.0.0.1:8000/cb")
+	web := e.dcrClient("acme", "https://client.example/cb")
 	b := e.browser()
 	_, challenge := pkce()
-	for _, ru := range []string{"http://127.0.0.1:8001/cb", "http://127.0.0.1:8000/cb/", "http://127.0.0.1:8000/cb?x=1",
-		"https://evil.example/cb"} {
+	for _, ru := range []string{"https://client.example:8443/cb", "https://client.example/cb/", "https://client.example/cb?x=1",
+		"https://evil.example/cb", "http://client.example/cb"} {
+		p := b.get(e.authorizeURL(authz{tenant: "acme", clientID: web, redirect: ru, state: "redir-st",
+			challenge: challenge, method: "S256"}))
+		require.Equal(t, http.StatusBadRequest, p.status, ru)
+		require.Empty(t, p.header.Get("Location"), ru)
+		require.Contains(t, p.body, "redirect_uri is not one this application registered")
+	}
+	// A loopback port may vary (see TestNativeClientRedirects); nothing else may.
+	for _, ru := range []string{"http://127.0.0.1:8000/cb/", "http://127.0.0.1:8000/cb?x=1", "http://localhost:8000/cb",
+		"http://[::1]:8000/cb", "https://127.0.0.1:8000/cb"} {
 		p := b.get(e.authorizeURL(authz{tenant: "acme", clientID: clientID, redirect: ru, state: "redir-st",
 			challenge: challenge, method: "S256"}))
 		require.Equal(t, http.StatusBadRequest, p.status, ru)

@@ -117,9 +117,12 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 		AudienceMatchingStrategy:       fosite.ExactAudienceMatchingStrategy,
 		RefreshTokenScopes:             []string{}, // every grant gets a refresh token; no "offline" scope needed
 		ClientSecretsHasher:            argonHasher{},
-		RedirectSecureChecker:          fosite.IsRedirectURISecureStrict,
-		OmitRedirectScopeParam:         true,
-		MinParameterEntropy:            1, // state is optional (see noState)
+		// Registration already allowed only https, loopback http and
+		// private-use schemes (ValidRedirectURI); this refuses plain http
+		// elsewhere once more and lets the private-use schemes through.
+		RedirectSecureChecker:  fosite.IsRedirectURISecure,
+		OmitRedirectScopeParam: true,
+		MinParameterEntropy:    1, // state is optional (see noState)
 	}
 	st := &fositeStore{store: store, clients: s.clients}
 	s.provider = compose.Compose(fc, st, &compose.CommonStrategy{CoreStrategy: compose.NewOAuth2HMACStrategy(fc)},

@@ -132,7 +132,7 @@ func (s *fositeStore) get(ctx context.Context, kind credentials.TokenKind, signa
 	if sr.Session == nil {
 		sr.Session = &Session{}
 	}
-	req := &fosite.Request{ID: sr.ID, RequestedAt: sr.RequestedAt, Client: s.clients.fositeClient(t, c),
+	req := &fosite.Request{ID: sr.ID, RequestedAt: sr.RequestedAt, Client: s.clients.fositeClient(ctx, t, c),
 		RequestedScope: sr.RequestedScopes, GrantedScope: sr.GrantedScopes, RequestedAudience: sr.RequestedAudience,
 		GrantedAudience: sr.GrantedAudience, Form: sr.Form, Session: sr.Session}
 	if !row.Active {
@@ -207,7 +207,7 @@ func (s *fositeStore) GetClient(ctx context.Context, id string) (fosite.Client, 
 	if err != nil {
 		return nil, err
 	}
-	return s.clients.fositeClient(t, c), nil
+	return s.clients.fositeClient(ctx, t, c), nil
 }
 
 // ClientAssertionJWTValid accepts: private_key_jwt is not offered.
