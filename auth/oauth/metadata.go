@@ -77,20 +77,26 @@ func (s *Server) resourceMetadata(c echo.Context) error {
 	return c.JSON(http.StatusOK, s.resourceDoc(t))
 }
 
-// rootResourceMetadata answers the host-root well-known URL that some
-// clients try first. With one tenant it describes that tenant's endpoint;
-// with several it cannot know which one is meant and says where to look.
-func (s *Server) rootResourceMetadata(c echo.Context) error {
-	ts, err := s.identity.Store().ListTenants(c.Request().Context())
-	if err != nil {
-		s.log.ErrorContext(c.Request().Context(), "list tenants for root resource metadata", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, oauthError("temporarily_unavailable", "retry later"))
-	}
-	if len(ts) == 1 {
-		return c.JSON(http.StatusOK, s.resourceDoc(ts[0]))
-	}
-	return c.JSON(http.StatusNotFound, oauthError("not_found",
-		"this host serves many tenants; read "+s.urls.Base+"/.well-known/oauth-protected-resource/t/{tenant}/mcp"))
+// noRootMetadata answers the host-root well-known URLs (RFC 8414, RFC 9728
+// and OIDC discovery) with 404 and where to look instead, whatever the
+// number of tenants. Each tenant is its own issuer, {base}/t/{slug}, and
+// both RFCs require the document's issuer or resource to be the one the
+// URL was formed from, which at the root would be {base}: no tenant's.
+// Clients find the right document from the MCP endpoint's 401 challenge.
+func (s *Server) noRootMetadata(c echo.Context) error {
+	return c.JSON(http.StatusNotFound, oauthError("not_found", "Visor runs one authorization server per tenant; read "+
+		s.urls.Base+"/.well-known/oauth-protected-resource/t/{tenant}/mcp or "+s.urls.Base+"/.well-known/oauth-authorization-server/t/{tenant}"))
+}
+
+// noOpenID answers the OpenID Connect discovery paths with 404: Visor
+// issues no ID tokens, so it cannot fill in the fields OIDC Discovery
+// requires (jwks_uri, subject_types_supported,
+// id_token_signing_alg_values_supported), and a partial document would
+// mislead a client. Clients fall back to the RFC 8414 document.
+func (s *Server) noOpenID(c echo.Context) error {
+	t, _ := auth.TenantFrom(c.Request().Context())
+	return c.JSON(http.StatusNotFound, oauthError("not_found", "Visor is an OAuth 2.1 authorization server, not an OpenID provider; read "+
+		s.urls.Base+"/.well-known/oauth-authorization-server/t/"+t.Slug))
 }
 
 func oauthError(code, desc string) map[string]string {

@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -15,12 +16,11 @@ import (
 )
 
 // TestMetadataEverywhereClientsLook checks every well-known URL clients
-// try, and the fields issue 3 requires.
+// try, and the fields MCP clients read.
 func TestMetadataEverywhereClientsLook(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, p := range []string{"/.well-known/oauth-authorization-server/t/acme", "/.well-known/openid-configuration/t/acme",
-		"/t/acme/.well-known/openid-configuration", "/t/acme/.well-known/oauth-authorization-server"} {
+	for _, p := range []string{"/.well-known/oauth-authorization-server/t/acme", "/t/acme/.well-known/oauth-authorization-server"} {
 		var md oauth.ServerMetadata
 		require.Equal(t, http.StatusOK, getJSON(t, e.base+p, &md), p)
 		iss := e.base + "/t/acme"
@@ -58,13 +58,31 @@ func TestMetadataEverywhereClientsLook(t *testing.T) {
 		require.Equal(t, "*", res.Header.Get("Access-Control-Allow-Origin"), p)
 		require.Contains(t, res.Header.Get("Access-Control-Allow-Headers"), "MCP-Protocol-Version", p)
 	}
-	var prm oauth.ResourceMetadata
-	require.Equal(t, http.StatusNotFound, getJSON(t, e.base+"/.well-known/oauth-protected-resource", &prm), "two tenants: the root cannot choose")
-	require.Equal(t, http.StatusNotFound, getJSON(t, e.base+"/.well-known/oauth-authorization-server/t/nosuch", &prm))
+	require.Equal(t, http.StatusNotFound, getJSON(t, e.base+"/.well-known/oauth-authorization-server/t/nosuch", &struct{}{}))
+}
+
+// TestDiscoveryWithoutATenant: the host-root documents and OpenID Connect
+// discovery are not served, with two tenants or one, and the answer says
+// where to look.
+func TestDiscoveryWithoutATenant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	check := func(tenants string) {
+		for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server",
+			"/.well-known/openid-configuration", "/.well-known/openid-configuration/t/acme", "/t/acme/.well-known/openid-configuration"} {
+			res, err := http.Get(e.base + p)
+			require.NoError(t, err)
+			var body map[string]string
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
+			res.Body.Close()
+			require.Equal(t, http.StatusNotFound, res.StatusCode, "%s: %s", tenants, p)
+			require.Contains(t, body["error_description"], e.base+"/.well-known/oauth-", p)
+		}
+	}
+	check("two tenants")
 	_, err := e.db.Pool.Exec(context.Background(), `DELETE FROM tenants WHERE slug = 'globex'`)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, getJSON(t, e.base+"/.well-known/oauth-protected-resource", &prm), "one tenant: the root describes it")
-	require.Equal(t, e.base+"/t/acme/mcp", prm.Resource)
+	check("one tenant")
 }
 
 func TestPromptNone(t *testing.T) {

@@ -144,9 +144,12 @@ func (s *Server) Attach(r *auth.Resolver) {
 // Register adds the OAuth routes to e. tenant is the middleware that loads
 // the tenant of /t/:tenant routes (auth.Resolver.LoadTenant).
 func (s *Server) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
-	for _, p := range []string{"/.well-known/oauth-authorization-server/t/:tenant", "/.well-known/openid-configuration/t/:tenant",
-		"/t/:tenant/.well-known/oauth-authorization-server", "/t/:tenant/.well-known/openid-configuration"} {
+	for _, p := range []string{"/.well-known/oauth-authorization-server/t/:tenant", "/t/:tenant/.well-known/oauth-authorization-server"} {
 		e.GET(p, s.serverMetadata, tenant, cors)
+		e.OPTIONS(p, preflight, cors)
+	}
+	for _, p := range []string{"/.well-known/openid-configuration/t/:tenant", "/t/:tenant/.well-known/openid-configuration"} {
+		e.GET(p, s.noOpenID, tenant, cors)
 		e.OPTIONS(p, preflight, cors)
 	}
 	for _, p := range []string{"/.well-known/oauth-protected-resource/t/:tenant/mcp", "/.well-known/oauth-protected-resource/t/:tenant",
@@ -154,8 +157,10 @@ func (s *Server) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 		e.GET(p, s.resourceMetadata, tenant, cors)
 		e.OPTIONS(p, preflight, cors)
 	}
-	e.GET("/.well-known/oauth-protected-resource", s.rootResourceMetadata, cors)
-	e.OPTIONS("/.well-known/oauth-protected-resource", preflight, cors)
+	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		e.GET(p, s.noRootMetadata, cors)
+		e.OPTIONS(p, preflight, cors)
+	}
 	g := e.Group("/t/:tenant", tenant)
 	g.GET("/oauth/authorize", s.authorize)
 	g.POST("/oauth/authorize", s.authorize)
