@@ -48,6 +48,9 @@ func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Res
 	}
 	ep := mcp.New(reg, subjects, a.stores.audit, hub, mcp.Options{
 		Logger:           a.log.With("area", "mcp"),
+		Version:          version,
+		AllowedOrigins:   a.cfg.MCPOrigins,
+		Metrics:          mcp.NewMetrics(s.Registry()),
 		ResourceMetadata: func(_ *http.Request, slug string) string { return resolver.URLs().ResourceMetadata(slug) },
 	})
 	ep.Register(s.Echo(), resolver.Middleware(""))

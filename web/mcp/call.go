@@ -35,8 +35,10 @@ func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	e.Latency = time.Since(start)
 	if err := h.audit.Record(ctx, e); err != nil {
 		h.log.ErrorContext(ctx, "audit record failed; withholding the result", "tool", e.Tool, "err", err)
+		h.record(noteOf(req), e.Tool, audit.OutcomeFailed, "", time.Since(start))
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the audit trail is unavailable, so the result was withheld; retry later"}
 	}
+	h.record(noteOf(req), e.Tool, e.Outcome, e.Event, time.Since(start))
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -116,10 +118,13 @@ func (h *Handler) stepUp(w http.ResponseWriter, r *http.Request, p identity.Prin
 	}
 	e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(), Tool: name,
 		Outcome: audit.OutcomeRefused, Code: d.Code, Event: d.Event, Message: d.Reason, At: time.Now()}
+	note, _ := r.Context().Value(callNoteKey{}).(*callNote)
 	if err := h.audit.Record(r.Context(), e); err != nil {
+		h.record(note, name, audit.OutcomeFailed, "", time.Since(e.At))
 		http.Error(w, "audit trail unavailable", http.StatusServiceUnavailable)
 		return true
 	}
+	h.record(note, name, e.Outcome, e.Event, time.Since(e.At))
 	meta := h.resourceMetadata(r, slug)
 	w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q, error_description=%q`,
 		d.NeedScope, meta, d.Reason))

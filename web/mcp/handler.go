@@ -46,7 +46,12 @@ type Options struct {
 	// endpoint, for WWW-Authenticate on a step-up; nil derives it from the
 	// request.
 	ResourceMetadata func(r *http.Request, tenantSlug string) string
-	Logger           *slog.Logger
+	// Version is the build's version, sent as serverInfo.version
+	// (default "dev").
+	Version string
+	// Metrics, when set, count tool calls per tool and outcome.
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // Handler serves the MCP endpoint.
@@ -85,12 +90,15 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
 	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
 		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{})}
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))
 	}
-	h.server = sdk.NewServer(&sdk.Implementation{Name: "visor", Version: "1"}, &sdk.ServerOptions{
+	h.server = sdk.NewServer(&sdk.Implementation{Name: "visor", Version: opts.Version}, &sdk.ServerOptions{
 		// Prompts and resources are declared (empty) because the SDK answers
 		// their list methods anyway; a server must not serve what it does not
 		// declare (SEP-2575).
@@ -113,12 +121,14 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 }
 
 // Register mounts the endpoint on e at /t/:tenant/mcp behind mw (the
-// principal-resolving middleware of package auth).
+// principal-resolving middleware of package auth), with CORS for the
+// origins it accepts (see cors.go) outside mw, so that a 401 is readable.
 func (h *Handler) Register(e *echo.Echo, mw ...echo.MiddlewareFunc) {
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/t/:tenant/mcp", func(c echo.Context) error {
 		h.ServeTenant(c.Response(), c.Request(), c.Param("tenant"))
 		return nil
-	}, mw...)
+	}, append([]echo.MiddlewareFunc{h.corsHeaders}, mw...)...)
+	e.OPTIONS("/t/:tenant/mcp", h.preflight)
 }
 
 // peek is what the endpoint reads from a POST body before the SDK does: the
@@ -173,6 +183,11 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
 			_ = json.Unmarshal(body, &pk) // the SDK reports malformed bodies
 		}
+		if pk.Method == "tools/call" {
+			note := &callNote{}
+			r = r.WithContext(context.WithValue(r.Context(), callNoteKey{}, note))
+			defer note.annotate(r.Context())
+		}
 		if pk.Method == "tools/call" && p.Kind == identity.KindExternal && h.stepUp(w, r, p, &pk, slug) {
 			return
 		}
@@ -203,8 +218,18 @@ func (h *Handler) tokenInfo(ctx context.Context, _ string, r *http.Request) (*sd
 		return nil, sdkauth.ErrInvalidToken
 	}
 	pk, _ := r.Context().Value(peekKey{}).(*peek)
+	note, _ := r.Context().Value(callNoteKey{}).(*callNote)
 	return &sdkauth.TokenInfo{UserID: owner(p), Scopes: p.Scopes,
-		Extra: map[string]any{"principal": p, "peek": pk}}, nil
+		Extra: map[string]any{"principal": p, "peek": pk, "note": note}}, nil
+}
+
+// noteOf returns the note of the HTTP request that carried req, if any.
+func noteOf(req sdk.Request) *callNote {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		n, _ := ex.TokenInfo.Extra["note"].(*callNote)
+		return n
+	}
+	return nil
 }
 
 func principalOf(req sdk.Request) (identity.Principal, *peek, bool) {

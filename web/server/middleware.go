@@ -98,6 +98,8 @@ func (s *Server) observe(m *httpMetrics) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
+			notes := &annotations{}
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), annotationsKey{}, notes)))
 			err := next(c)
 			if err != nil {
 				c.Error(err) // render now, so the status below is the one sent
@@ -120,6 +122,7 @@ func (s *Server) observe(m *httpMetrics) echo.MiddlewareFunc {
 				slog.Int64("bytes", res.Size), slog.Duration("duration", time.Since(start)),
 			}
 			attrs = append(attrs, principalAttrs(c)...)
+			attrs = append(attrs, notes.all()...)
 			level := slog.LevelInfo
 			if res.Status >= 500 {
 				level = slog.LevelError
