@@ -31,6 +31,7 @@ type Config struct {
 	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
 	LiveCredentials   time.Duration // VISOR_LIVE_CREDENTIAL_CHECK_EVERY
 	TrustedProxies    []*net.IPNet  // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
+	MCPOrigins        []string      // VISOR_MCP_ALLOWED_ORIGINS: browser origins that may call the MCP endpoint
 	OAuth             OAuthConfig   // VISOR_OAUTH_* (see oauth.go)
 }
 
@@ -54,6 +55,7 @@ var envVars = []envVar{
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
 	{"VISOR_WORKER_HTTP_ADDR", "", "listen address for `visor worker`'s /healthz, /readyz and /metrics, e.g. :9090; empty disables"},
 	{"VISOR_TRUSTED_PROXIES", "", "comma-separated CIDRs of load balancers whose X-Forwarded-For names the client (rate limits, logs); empty: the peer address"},
+	{"VISOR_MCP_ALLOWED_ORIGINS", "", "comma-separated browser origins (https://app.example.com) that may call the MCP endpoint besides pages on its own host; CORS is answered for exactly these"},
 	{"VISOR_LIVE_RECONCILE_EVERY", "2s", "how often each replica compares its live streams' tenants with Postgres (repairs lost change events)"},
 	{"VISOR_LIVE_CREDENTIAL_CHECK_EVERY", "30s", "how often each replica re-checks the credential of every live stream, closing those revoked or expired (revocation events close them at once)"},
 	{"VISOR_OAUTH_HMAC_SECRET", "", "secret (32+ characters) signing OAuth codes and tokens; empty: one is generated once and kept in Postgres"},
@@ -128,6 +130,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
 	}
+	c.MCPOrigins = parseOrigins(get("VISOR_MCP_ALLOWED_ORIGINS"), func(format string, args ...any) {
+		bad("VISOR_MCP_ALLOWED_ORIGINS", format, args...)
+	})
 	var err error
 	if c.BodyLimit, err = strconv.ParseInt(get("VISOR_HTTP_BODY_LIMIT"), 10, 64); err != nil || c.BodyLimit < 1024 {
 		bad("VISOR_HTTP_BODY_LIMIT", "%q must be a number of bytes, at least 1024", get("VISOR_HTTP_BODY_LIMIT"))
@@ -188,4 +193,23 @@ func (c Config) baseURL(bound net.Addr) string {
 		return fmt.Sprintf("http://%s", net.JoinHostPort(host, strconv.Itoa(ta.Port)))
 	}
 	return "http://" + bound.String()
+}
+
+// parseOrigins reads a comma-separated list of web origins: scheme, host
+// and optional port, nothing else, as browsers send them in Origin.
+func parseOrigins(list string, bad func(format string, args ...any)) []string {
+	var out []string
+	for _, o := range strings.Split(list, ",") {
+		if o = strings.ToLower(strings.TrimSpace(o)); o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Path != "" ||
+			u.RawQuery != "" || strings.Contains(o, "#") || strings.HasSuffix(o, "?") {
+			bad("%q is not an origin; want scheme://host[:port] such as https://app.example.com (no path, no *)", o)
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }

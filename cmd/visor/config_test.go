@@ -38,6 +38,7 @@ func TestConfigProblemsAreOneLineEach(t *testing.T) {
 		"VISOR_WORKER_CONCURRENCY":    "0",
 		"VISOR_WORKER_HTTP_ADDR":      "9090",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318",
+		"VISOR_MCP_ALLOWED_ORIGINS":   "https://app.example.com/mcp",
 	}
 	_, err := LoadConfig(func(k string) string { return bad[k] })
 	require.Error(t, err)
@@ -53,6 +54,22 @@ func TestConfigProblemsAreOneLineEach(t *testing.T) {
 		require.Equal(t, 1, n, "%s should be named on exactly one line:\n%s", name, err)
 	}
 	require.NotContains(t, err.Error(), "hunter2", "URLs may hold passwords")
+}
+
+// TestMCPAllowedOrigins: origins are scheme://host[:port] as browsers
+// send them; anything else names the variable.
+func TestMCPAllowedOrigins(t *testing.T) {
+	t.Parallel()
+	c, err := LoadConfig(func(k string) string {
+		return map[string]string{"VISOR_MCP_ALLOWED_ORIGINS": " https://App.example.com , http://localhost:6274,"}[k]
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://app.example.com", "http://localhost:6274"}, c.MCPOrigins)
+	for _, bad := range []string{"*", "app.example.com", "https://app.example.com/", "https://u@app.example.com", "ftp://x.example",
+		"https://app.example.com?x", "https://app.example.com#x"} {
+		_, err := LoadConfig(func(k string) string { return map[string]string{"VISOR_MCP_ALLOWED_ORIGINS": bad}[k] })
+		require.ErrorContains(t, err, "VISOR_MCP_ALLOWED_ORIGINS: ", bad)
+	}
 }
 
 func TestUnreachableServicesAreOneClearLine(t *testing.T) {
