@@ -92,10 +92,13 @@ func chromium(t *testing.T) context.Context {
 	return ctx
 }
 
-// runPage loads u and waits for the page's result.
-func runPage(t *testing.T, ctx context.Context, u string) browserResult {
+// runPage loads u in a new tab and waits for the page's result.
+func runPage(t *testing.T, browser context.Context, u string) browserResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	tab, closeTab := chromedp.NewContext(browser)
+	defer closeTab()
+	require.NoError(t, chromedp.Do(tab), "open a tab")
+	ctx, cancel := context.WithTimeout(tab, 60*time.Second)
 	defer cancel()
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(u)), u)
 	raw, err := chromedp.Run(ctx, chromedp.Poll[string]("window.result"))
