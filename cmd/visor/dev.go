@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
+	"net"
 	"os"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -48,23 +49,26 @@ func runDev(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 		return err
 	}
 	log := newLogger(cfg, e.stderr)
-	if err := ensureDatabase(ctx, cfg.DatabaseURL, log); err != nil {
+	st := &steps{w: e.stdout, total: 4}
+	if err := st.run("Database", func() (string, error) { return ensureDatabase(ctx, cfg.DatabaseURL) }); err != nil {
 		return err
 	}
-	db, err := openPostgres(ctx, cfg, nil)
-	if err != nil {
+	if err := st.run("Migrations", func() (string, error) { return migrateDev(ctx, cfg) }); err != nil {
 		return err
 	}
-	applied, err := db.MigrateUp(ctx)
-	db.Close()
-	if err != nil {
-		return err
-	}
-	log.Info("schema is current", "applied_now", len(applied))
-	return serve(ctx, e, cfg, log, serveOptions{withWorker: true, service: "dev", onReady: func(a *app, base string) error {
-		creds, err := seedDemo(ctx, a, base)
+	st.begin("Listening")
+	err = serve(ctx, e, cfg, log, serveOptions{withWorker: true, service: "dev", onReady: func(a *app, base string) error {
+		st.end(base + " (Redis connected, job worker running in this process)")
+		var creds devCredentials
+		err := st.run("Demo data", func() (string, error) {
+			var err error
+			if creds, err = seedDemo(ctx, a, base); err != nil {
+				return "", fmt.Errorf("seed the demo tenant: %w", err)
+			}
+			return fmt.Sprintf("tenant %q with owner %s, agent %q and their keys", creds.Tenant, creds.OwnerEmail, creds.Agent), nil
+		})
 		if err != nil {
-			return fmt.Errorf("seed the demo tenant: %w", err)
+			return err
 		}
 		printDevBanner(e.stdout, creds, cfg.DevDir)
 		if *jsonFile != "" {
@@ -72,37 +76,97 @@ func runDev(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 		}
 		return nil
 	}})
+	st.fail(err)
+	return err
+}
+
+// steps prints visor dev's progress on stdout, one line per step, so a
+// first run that waits on Postgres or a long migration shows where it is.
+type steps struct {
+	w        io.Writer
+	n, total int
+	open     bool // a step's line awaits its end
+}
+
+func (s *steps) begin(name string) {
+	s.n++
+	s.open = true
+	fmt.Fprintf(s.w, "[%d/%d] %-13s ", s.n, s.total, name+"...")
+}
+
+// end finishes the open step's line with what it did.
+func (s *steps) end(did string) {
+	s.open = false
+	fmt.Fprintln(s.w, did)
+}
+
+// fail finishes the open step's line, if any, when err is not nil; the
+// error itself is reported by the caller.
+func (s *steps) fail(err error) {
+	if err != nil && s.open {
+		s.end("failed")
+	}
+}
+
+// run runs one step between begin and end.
+func (s *steps) run(name string, step func() (string, error)) error {
+	s.begin(name)
+	did, err := step()
+	if err != nil {
+		s.fail(err)
+		return err
+	}
+	s.end(did)
+	return nil
+}
+
+// migrateDev applies every pending migration and says how many.
+func migrateDev(ctx context.Context, cfg Config) (string, error) {
+	db, err := openPostgres(ctx, cfg, nil)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	applied, err := db.MigrateUp(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(applied) == 0 {
+		return "the schema is current", nil
+	}
+	return fmt.Sprintf("applied %d, the schema is current", len(applied)), nil
 }
 
 // ensureDatabase creates the database named in url when it does not exist,
-// connecting to the server's "postgres" database to do so.
-func ensureDatabase(ctx context.Context, url string, log *slog.Logger) error {
+// connecting to the server's "postgres" database to do so, and says which
+// it found or made.
+func ensureDatabase(ctx context.Context, url string) (string, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return fmt.Errorf("VISOR_DATABASE_URL: the URL is malformed")
+		return "", fmt.Errorf("VISOR_DATABASE_URL: the URL is malformed")
 	}
 	name := cfg.Database
+	where := fmt.Sprintf("%q on %s", name, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
 	cfg.Database = "postgres"
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("cannot use Postgres (%s); start Postgres or set VISOR_DATABASE_URL", oneLine(err))
+		return "", fmt.Errorf("cannot use Postgres (%s); start Postgres or set VISOR_DATABASE_URL", oneLine(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var exists bool
 	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
-		return fmt.Errorf("look for database %q: %s", name, oneLine(err))
+		return "", fmt.Errorf("look for database %q: %s", name, oneLine(err))
 	}
 	if exists {
-		return nil
+		return "using " + where, nil
 	}
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("create database %q: %s; create it yourself or set VISOR_DATABASE_URL", name, oneLine(err))
+		return "", fmt.Errorf("create database %q: %s; create it yourself or set VISOR_DATABASE_URL", name, oneLine(err))
 	}
-	log.Info("created database", "database", name)
-	return nil
+	return "created " + where, nil
 }
 
 func printDevBanner(w io.Writer, c devCredentials, dir string) {
@@ -121,8 +185,25 @@ Visor is running in dev mode. Stop it with Ctrl-C.
 Credentials are kept in %s and reused next time.
 Try: curl -H "Authorization: Bearer %s" %s/api/v1/tenants/%s/agents
 
+Connect Claude Code (sign in as the owner when the browser opens):
+  %s
+or with the operator key instead of OAuth:
+  %s
+Other clients (Claude Desktop, Cursor, VS Code, Windsurf, mcp-remote, the SDKs): docs/clients.md
+
 `, c.DashboardURL, c.MCPURL, c.BaseURL, c.BaseURL, c.Tenant, c.OwnerEmail, c.OwnerPassword,
-		c.OperatorKey, c.AgentKey, c.Agent, credentialsPath(dir), c.OperatorKey, c.BaseURL, c.Tenant)
+		c.OperatorKey, c.AgentKey, c.Agent, credentialsPath(dir), c.OperatorKey, c.BaseURL, c.Tenant,
+		claudeCodeSnippet(c.MCPURL, ""), claudeCodeSnippet(c.MCPURL, c.OperatorKey))
+}
+
+// claudeCodeSnippet is the command that adds the endpoint to Claude Code,
+// with OAuth or, given a key, with the key as a header.
+func claudeCodeSnippet(mcpURL, key string) string {
+	cmd := "claude mcp add --transport http visor " + mcpURL
+	if key != "" {
+		cmd += ` --header "Authorization: Bearer ` + key + `"`
+	}
+	return cmd
 }
 
 func writeJSONFile(path string, v any, mode os.FileMode) error {

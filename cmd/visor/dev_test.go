@@ -40,6 +40,14 @@ func TestDevFromNothing(t *testing.T) {
 	require.True(t, strings.HasPrefix(creds["agent_key"], "vsk_"))
 	require.Contains(t, r.stdout.String(), creds["mcp_url"])
 	require.Contains(t, r.stdout.String(), creds["operator_key"])
+	// Each step is printed as it goes, in order, then a snippet to paste.
+	require.Regexp(t, `(?s)\[1/4\] Database\.\.\. +created "visor_[a-z0-9_]+" on [^\n]+:\d+\n`+
+		`\[2/4\] Migrations\.\.\. +applied \d+, the schema is current\n`+
+		`\[3/4\] Listening\.\.\. +`+regexp.QuoteMeta(r.base)+` \(Redis connected, job worker running in this process\)\n`+
+		`\[4/4\] Demo data\.\.\. +tenant "demo" with owner `, r.stdout.String())
+	require.Contains(t, r.stdout.String(), "claude mcp add --transport http visor "+creds["mcp_url"]+"\n")
+	require.Contains(t, r.stdout.String(), "claude mcp add --transport http visor "+creds["mcp_url"]+
+		` --header "Authorization: Bearer `+creds["operator_key"]+`"`)
 
 	code, body := httpGet(t, r.base+"/readyz", "")
 	require.Equal(t, 200, code, body)
