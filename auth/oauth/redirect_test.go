@@ -31,11 +31,12 @@ var nativeClients = []struct {
 		"http://127.0.0.1:59656/"},
 	{"VS Code (web)", []string{"https://insiders.vscode.dev/redirect", "https://vscode.dev/redirect", "http://127.0.0.1/", "http://127.0.0.1:33418/"},
 		"https://vscode.dev/redirect"},
-	// mcp-remote registers a port of its own choosing and falls back to
-	// another when it is busy.
-	{"mcp-remote", []string{"http://localhost:3334/oauth/callback"}, "http://localhost:3335/oauth/callback"},
+	// mcp-remote registers a port it derives from the server's URL.
+	{"mcp-remote", []string{"http://localhost:16445/oauth/callback"}, "http://localhost:16445/oauth/callback"},
+	// The Inspector's web UI, and its CLI.
 	{"MCP Inspector", []string{"http://localhost:6274/oauth/callback", "http://localhost:6274/oauth/callback/debug"},
 		"http://localhost:6274/oauth/callback/debug"},
+	{"MCP Inspector CLI", []string{"http://127.0.0.1:6276/oauth/callback"}, "http://127.0.0.1:6276/oauth/callback"},
 	{"a native app (RFC 8252 §7.1)", []string{"com.example.app:/oauth2redirect/visor"}, "com.example.app:/oauth2redirect/visor"},
 	{"IPv6 loopback", []string{"http://[::1]/cb"}, "http://[::1]:61000/cb"},
 }

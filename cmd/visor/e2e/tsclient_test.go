@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"html"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+)
+
+// tsResult is what testdata/tsclient/client.mjs prints once connected.
+type tsResult struct {
+	Scope       string   `json:"scope"`
+	Tools       []string `json:"tools"`
+	AgentStatus string   `json:"agentStatus"`
+	Server      struct {
+		Name, Version string
+	} `json:"server"`
+}
+
+// TestTypeScriptSDKOAuth runs a client built on the official MCP TypeScript
+// SDK (installed from npm at the version testdata/tsclient pins) against a
+// real `visor serve`. The SDK does the whole OAuth discovery by itself —
+// the 401, the resource and authorization server metadata, dynamic
+// registration, PKCE, the token exchange — and the test plays the member
+// in the browser: it opens the URL the client prints, signs in, allows,
+// and follows the redirect to the client's loopback listener.
+func TestTypeScriptSDKOAuth(t *testing.T) {
+	t.Parallel()
+	dir := installNodeClient(t, "testdata/tsclient")
+	w := newWorld(t)
+	_, err := w.ids.CreateMember(context.Background(), w.acme.ID, "owner@acme.test", "correct horse battery", identity.RoleOwner)
+	require.NoError(t, err)
+	r := startReplica(t, "A", w.dbURL, privateRedis(t).URL())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", r.base+"/t/acme/mcp")
+	cmd.Dir = dir
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+
+	var res *tsResult
+	sc := bufio.NewScanner(out)
+	for res == nil && sc.Scan() {
+		var line struct {
+			Authorize string    `json:"authorize"`
+			Result    *tsResult `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), sc.Text())
+		if line.Authorize != "" {
+			memberAllows(t, r, line.Authorize, "owner@acme.test", "correct horse battery")
+		}
+		res = line.Result
+	}
+	require.NotNil(t, res, "the client ended without connecting:\n%s", stderr.String())
+	require.Equal(t, "visor", res.Server.Name)
+	require.Contains(t, res.Tools, "agent_status")
+	require.Contains(t, res.AgentStatus, "ada: active")
+}
+
+// installNodeClient copies the npm project in src to a temporary
+// directory and installs its locked dependencies there.
+func installNodeClient(t *testing.T, src string) string {
+	t.Helper()
+	for _, bin := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			pgtest.Unavailable(t, "Node.js ("+bin+")", err)
+		}
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+	npm.Dir = dir
+	if out, err := npm.CombinedOutput(); err != nil {
+		pgtest.Unavailable(t, "the npm registry", errorWithOutput{err, out})
+	}
+	return dir
+}
+
+type errorWithOutput struct {
+	err error
+	out []byte
+}
+
+func (e errorWithOutput) Error() string { return e.err.Error() + ": " + string(e.out) }
+
+// memberAllows plays the member's browser on an authorization URL a client
+// opened: sign in, Allow, then follow the redirect to the client.
+func memberAllows(t *testing.T, r *replica, authorizeURL, email, password string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	status, _, page := oauthDo(t, b, http.MethodGet, authorizeURL, nil, r.base)
+	require.Equal(t, http.StatusOK, status, page)
+	status, h, _ := oauthDo(t, b, http.MethodPost, r.base+"/t/acme/login", url.Values{"csrf_token": {oauthField(t, "csrf_token", page)},
+		"return_to": {oauthField(t, "return_to", page)}, "email": {email}, "password": {password}}, r.base)
+	require.Equal(t, http.StatusSeeOther, status)
+	_, _, page = oauthDo(t, b, http.MethodGet, r.base+h.Get("Location"), nil, r.base)
+	m := regexp.MustCompile(`<form method="post" action="([^"]+)"`).FindStringSubmatch(page)
+	require.NotNil(t, m, "no consent form in\n%s", page)
+	status, h, _ = oauthDo(t, b, http.MethodPost, r.base+html.UnescapeString(m[1]),
+		url.Values{"csrf_token": {oauthField(t, "csrf_token", page)}, "decision": {"allow"}}, r.base)
+	require.Equal(t, http.StatusSeeOther, status)
+	res, err := http.Get(h.Get("Location"))
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+}
