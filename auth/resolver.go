@@ -19,6 +19,7 @@ type Store interface {
 	Tenant(ctx context.Context, id uuid.UUID) (identity.Tenant, error)
 	Key(ctx context.Context, tenantID, id uuid.UUID) (identity.Key, error)
 	Agent(ctx context.Context, tenantID, id uuid.UUID) (identity.Agent, error)
+	Member(ctx context.Context, tenantID, id uuid.UUID) (identity.Member, error)
 }
 
 // KeyLocator finds the tenant of a key from its globally unique id, for
@@ -180,7 +181,28 @@ func (r *Resolver) readKey(ctx context.Context, t identity.Tenant, token string)
 		}
 		p.Kind, p.AgentID = identity.KindEmployee, a.ID
 	}
+	if k.CreatorMember != uuid.Nil {
+		if p, err = r.boundByCreator(ctx, t, k, p); err != nil {
+			return identity.Principal{}, k, err
+		}
+	}
 	return p, k, nil
+}
+
+// boundByCreator bounds the principal of a key a member made by that
+// member's current role: the key never does more than its member may, and
+// stops working when the member is removed.
+func (r *Resolver) boundByCreator(ctx context.Context, t identity.Tenant, k identity.Key, p identity.Principal) (identity.Principal, error) {
+	m, err := r.store.Member(ctx, t.ID, k.CreatorMember)
+	if fault.Is(err, fault.NotFound) {
+		return p, unauthorized("the API key's creator is no longer a member")
+	}
+	if err != nil {
+		return p, err
+	}
+	p.Role, p.CreatorID = m.Role, m.ID
+	p.Scopes, _ = RoleScopes(m.Role, k.Scopes)
+	return p, nil
 }
 
 // tenantOfKey returns the tenant a key token belongs to, for admin routes

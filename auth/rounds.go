@@ -41,12 +41,16 @@ func NewRounds(store credentials.Store, agents Store) *Rounds {
 // MaxRoundTTL bounds a round token's life.
 const MaxRoundTTL = 24 * time.Hour
 
-// DefaultRoundScopes are a round token's scopes when the caller names none.
-var DefaultRoundScopes = []string{identity.ScopeToolsRead, identity.ScopeToolsWrite}
+// DefaultRoundScopes are a round token's scopes when the caller names
+// none: every tool scope, as for an agent key, so the AI employee's own
+// settings decide what it calls.
+var DefaultRoundScopes = identity.DefaultEmployeeScopes
 
 // Mint creates a round token for agent and task, valid for ttl (default one
 // hour, at most MaxRoundTTL), and returns it with its bearer string, which
-// is never available again. The agent must be active.
+// is never available again. The agent must be active. The token's scopes
+// bind what the employee may call with it; callers acting for a principal
+// first narrow them to what that principal holds (Principal.Delegate).
 func (r *Rounds) Mint(ctx context.Context, tenantID, agentID, taskID uuid.UUID, scopes []string, ttl time.Duration) (credentials.RoundToken, string, error) {
 	if taskID == uuid.Nil {
 		return credentials.RoundToken{}, "", fault.New(fault.Invalid, "task_id is required")
@@ -58,8 +62,8 @@ func (r *Rounds) Mint(ctx context.Context, tenantID, agentID, taskID uuid.UUID, 
 		return credentials.RoundToken{}, "", fault.New(fault.Invalid, "ttl must be between 1 minute and %s", MaxRoundTTL)
 	}
 	for _, s := range scopes {
-		if !identity.KnownScope(s) {
-			return credentials.RoundToken{}, "", fault.New(fault.Invalid, "unknown scope %q", s)
+		if !slices.Contains(identity.ToolScopes, s) {
+			return credentials.RoundToken{}, "", fault.New(fault.Invalid, "a round token holds tool scopes only (%v), not %q", identity.ToolScopes, s)
 		}
 	}
 	if len(scopes) == 0 {

@@ -14,9 +14,10 @@ import (
 // ValidityStore answers, in one query per kind of credential, which of a
 // tenant's credentials can still authenticate. *postgres.DB implements it.
 type ValidityStore interface {
-	// LiveKeys returns the ids of keys not revoked or expired at now whose
-	// agent (for agent keys) is active.
-	LiveKeys(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, now time.Time) ([]uuid.UUID, error)
+	// LiveKeys returns the keys not revoked or expired at now whose agent
+	// (for agent keys) is active and whose creating member (for keys a
+	// member made) still exists, with that member's current role.
+	LiveKeys(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, now time.Time) ([]credentials.LiveKey, error)
 	// LiveRoundTokens returns the ids of round tokens not revoked or
 	// expired at now whose agent is active.
 	LiveRoundTokens(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, now time.Time) ([]uuid.UUID, error)
@@ -61,7 +62,8 @@ func (v *Validity) StillValid(ctx context.Context, tenantID uuid.UUID, ps []iden
 // or consent revocation), a round token not revoked or expired whose agent
 // is active. An OAuth principal comes back with its grant's scopes bounded
 // by its member's current role (RoleScopes, as on every request), so a
-// demotion or promotion shows; every other principal comes back unchanged.
+// demotion or promotion shows, and so does a key a member made, bounded by
+// that member's current role; every other principal comes back unchanged.
 // It is live.ValidFunc. It costs at most one query per kind of credential,
 // however many principals. Credentials that cannot hold a notification
 // stream (member sessions, the platform operator) are reported valid
@@ -116,10 +118,11 @@ func (v *Validity) refresh(ctx context.Context, tenantID uuid.UUID, ps []identit
 	if err != nil {
 		return nil, nil, err
 	}
-	live := make(map[string]bool, len(liveKeys)+len(liveRounds))
-	for _, id := range liveKeys {
-		live[credKey+id.String()] = true
+	byKey := make(map[string]credentials.LiveKey, len(liveKeys))
+	for _, k := range liveKeys {
+		byKey[credKey+k.ID.String()] = k
 	}
+	live := make(map[string]bool, len(liveRounds))
 	for _, id := range liveRounds {
 		live[credRound+id.String()] = true
 	}
@@ -137,7 +140,14 @@ func (v *Validity) refresh(ctx context.Context, tenantID uuid.UUID, ps []identit
 			if ok {
 				p.Scopes, _ = RoleScopes(identity.Role(g.Role), g.Scopes)
 			}
-		case strings.HasPrefix(p.CredentialID, credKey), strings.HasPrefix(p.CredentialID, credRound):
+		case strings.HasPrefix(p.CredentialID, credKey):
+			k, ok := byKey[p.CredentialID]
+			valid[i] = ok
+			if ok && k.Role != "" {
+				p.Role = identity.Role(k.Role)
+				p.Scopes, _ = RoleScopes(p.Role, k.Scopes)
+			}
+		case strings.HasPrefix(p.CredentialID, credRound):
 			valid[i] = live[p.CredentialID]
 		}
 		out[i] = p

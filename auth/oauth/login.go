@@ -100,8 +100,8 @@ func (s *Server) session(ctx context.Context, value string) (credentials.Session
 func (s *Server) SessionCookie() string { return SessionCookieName }
 
 // ResolveSession implements auth.SessionResolver: a member's session acts
-// in the admin API as an operator-kind principal carrying the member, with
-// scopes from the member's role.
+// in the admin API as an operator-kind principal carrying the member and
+// its current role, with the scopes that role holds (identity.Role.Scopes).
 func (s *Server) ResolveSession(ctx context.Context, value string) (identity.Tenant, identity.Principal, error) {
 	ss, m, err := s.session(ctx, value)
 	if fault.Is(err, fault.NotFound) {
@@ -114,12 +114,8 @@ func (s *Server) ResolveSession(ctx context.Context, value string) (identity.Ten
 	if err != nil {
 		return t, identity.Principal{}, err
 	}
-	scopes := []string{identity.ScopeAdminRead, identity.ScopeToolsRead}
-	if m.Role.CanManage() {
-		scopes = []string{identity.ScopeAdminWrite, identity.ScopeToolsAdmin}
-	}
-	return t, identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator, MemberID: m.ID,
-		CredentialID: "session:" + hex.EncodeToString(ss.IDHash[:8]), Scopes: scopes}, nil
+	return t, identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator, MemberID: m.ID, Role: m.Role,
+		CredentialID: identity.SessionPrefix + hex.EncodeToString(ss.IDHash[:8]), Scopes: m.Role.Scopes()}, nil
 }
 
 type loginData struct {

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/identity"
 )
 
@@ -24,7 +23,8 @@ func describeScopes(scopes []string) []scopeLine {
 }
 
 // roleScopes splits requested scopes into those a member of role may grant
-// and those withheld; the rule lives in auth.RoleScopes.
+// and those withheld; the rule is the authority matrix's
+// (identity.Role.Bound).
 func roleScopes(role identity.Role, requested []string) (granted, withheld []string) {
-	return auth.RoleScopes(role, requested)
+	return role.Bound(requested)
 }

@@ -15,7 +15,8 @@ import (
 
 func keyCommand() command {
 	return bootstrapCommand("key", "create, list and revoke API keys",
-		"Operator keys act as no agent and may use the admin API; agent keys act as one agent.",
+		"Operator keys act as no agent; agent keys act as one agent. A key's scopes bind it on the admin API and the MCP\n"+
+			"endpoint alike (default: every scope for an operator key, every tool scope for an agent key).",
 		action{name: "create", args: "-tenant SLUG [-agent NAME] [-name NAME] [-scopes a,b]",
 			help: "create a key and print its token once; with -agent it is that agent's key",
 			flags: func(fs *flag.FlagSet) {
@@ -63,9 +64,13 @@ func keyCommand() command {
 					if !k.Live(time.Now()) {
 						state = "revoked/expired"
 					}
-					rows = append(rows, []string{k.ID.String(), string(k.Kind), k.Name, strings.Join(k.Scopes, ","), state})
+					by := k.CreatedBy
+					if by == "" {
+						by = "-"
+					}
+					rows = append(rows, []string{k.ID.String(), string(k.Kind), k.Name, strings.Join(k.Scopes, ","), state, by})
 				}
-				return table(w, "ID\tKIND\tNAME\tSCOPES\tSTATE", rows)
+				return table(w, "ID\tKIND\tNAME\tSCOPES\tSTATE\tCREATED BY", rows)
 			}},
 		action{name: "revoke", args: "-tenant SLUG KEY_ID", help: "revoke a key", flags: tenantFlag,
 			run: func(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, args []string) error {

@@ -156,6 +156,15 @@ type Store interface {
 	DeleteExpired(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
+// LiveKey is an API key that can still authenticate: its id, its scopes,
+// and the current role of the member who stands behind it ("" when none
+// does).
+type LiveKey struct {
+	ID     uuid.UUID
+	Scopes []string
+	Role   string
+}
+
 // LiveGrant is an OAuth grant that still holds an active access token: its
 // fosite request id, the role its member holds now and the scopes the grant
 // was given (before the role bounds them).

@@ -80,7 +80,7 @@ func setup(t *testing.T) *fixture {
 	require.NoError(t, err)
 	f.gil, err = ids.CreateAgent(ctx, f.other.ID, identity.NewAgent{Name: "gil", Settings: scoped})
 	require.NoError(t, err)
-	f.employee = identity.Principal{TenantID: f.tenant.ID, Kind: identity.KindEmployee, AgentID: f.ada.ID}
+	f.employee = identity.Principal{TenantID: f.tenant.ID, Kind: identity.KindEmployee, AgentID: f.ada.ID, Scopes: identity.DefaultEmployeeScopes}
 	f.stream = &countStream{p: f.employee}
 	t.Cleanup(f.hub.Open(ctx, f.stream))
 	return f
@@ -192,7 +192,7 @@ func TestTaskEndTakesTaskGrantsAway(t *testing.T) {
 func TestDenyAndOtherTenantsAreUntouched(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	gilP := identity.Principal{TenantID: f.other.ID, Kind: identity.KindEmployee, AgentID: f.gil.ID}
+	gilP := identity.Principal{TenantID: f.other.ID, Kind: identity.KindEmployee, AgentID: f.gil.ID, Scopes: identity.DefaultEmployeeScopes}
 	gilStream := &countStream{p: gilP}
 	t.Cleanup(f.hub.Open(f.ctx, gilStream))
 

@@ -40,10 +40,6 @@ func (r Role) Valid() bool {
 	return false
 }
 
-// CanManage reports whether the role may change tenant configuration
-// (agents, keys, settings) rather than only read it.
-func (r Role) CanManage() bool { return r == RoleOwner || r == RoleAdmin || r == RoleOperator }
-
 // Member is a human in a tenant who signs in to the dashboard and approves
 // OAuth consent.
 type Member struct {

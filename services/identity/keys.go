@@ -32,6 +32,16 @@ type Key struct {
 	CreatedAt  time.Time
 	ExpiresAt  *time.Time
 	RevokedAt  *time.Time
+	// CreatedBy names who made the key (Principal.ID: "member:<id>",
+	// "operator:key:<id>", "operator:platform", ...); empty for keys made
+	// before keys recorded it.
+	CreatedBy string
+	// CreatorMember is the member whose authority stands behind the key:
+	// the member who made it, or who made the key that made it. The key
+	// never acts beyond that member's current role, and dies with the
+	// member. uuid.Nil when no member stands behind it (made by the
+	// platform token or the CLI): its scopes alone bound it.
+	CreatorMember uuid.UUID
 }
 
 // Live reports whether k can authenticate at now.

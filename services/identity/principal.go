@@ -34,6 +34,16 @@ type Principal struct {
 	CredentialID string
 	Scopes       []string
 	TaskID       uuid.UUID // a round token's task; uuid.Nil otherwise
+	// Role is the member role that bounds what the principal may do: the
+	// member's own for a member session or an OAuth token, the creating
+	// member's current role for an API key a member made. Empty when no
+	// member stands behind it (keys made by the platform token or the
+	// CLI, the platform token itself, AI employees): its scopes alone
+	// bound it.
+	Role Role `json:",omitempty"`
+	// CreatorID is the member who made the API key, whose current role
+	// is Role; uuid.Nil for every other credential.
+	CreatorID uuid.UUID `json:",omitzero"`
 }
 
 // Scopes. Tool scopes are ordered: a holder of tools:admin also holds
@@ -84,9 +94,12 @@ func (p Principal) ID() string {
 		return "agent:" + p.AgentID.String()
 	case KindExternal:
 		return "client:" + p.ClientID + "/member:" + p.MemberID.String()
-	default:
-		return "operator:" + p.CredentialID
+	case KindOperator:
+		if p.MemberID != uuid.Nil {
+			return "member:" + p.MemberID.String()
+		}
 	}
+	return "operator:" + p.CredentialID
 }
 
 type principalKey struct{}

@@ -3,7 +3,6 @@ package identity
 import (
 	"context"
 	"log/slog"
-	"net/mail"
 	"strings"
 	"time"
 
@@ -78,37 +77,6 @@ func (s *Service) UpdateTenant(ctx context.Context, id uuid.UUID, fn func(*Tenan
 	}
 	s.publish(ctx, changes.Event{TenantID: id, Kind: changes.TenantSettings, Version: v})
 	return t, nil
-}
-
-// CreateMember validates and creates a member with a hashed password.
-func (s *Service) CreateMember(ctx context.Context, tenantID uuid.UUID, email, password string, role Role) (Member, error) {
-	addr, err := mail.ParseAddress(email)
-	if err != nil || addr.Address != strings.TrimSpace(email) || len(email) > 254 {
-		return Member{}, fault.New(fault.Invalid, "email %q is not a valid address", email)
-	}
-	if !role.Valid() {
-		return Member{}, fault.New(fault.Invalid, "role %q must be one of owner, admin, operator, viewer", role)
-	}
-	if err := checkPassword(password); err != nil {
-		return Member{}, err
-	}
-	m := Member{ID: uuid.New(), TenantID: tenantID, Email: strings.ToLower(addr.Address), Role: role, PasswordHash: HashSecret(password)}
-	if err := s.store.CreateMember(ctx, &m); err != nil {
-		return Member{}, err
-	}
-	return m, nil
-}
-
-// SetMemberPassword replaces a member's password.
-func (s *Service) SetMemberPassword(ctx context.Context, tenantID, id uuid.UUID, password string) error {
-	if err := checkPassword(password); err != nil {
-		return err
-	}
-	_, err := s.store.UpdateMember(ctx, tenantID, id, func(m *Member) error {
-		m.PasswordHash = HashSecret(password)
-		return nil
-	})
-	return err
 }
 
 // Authenticate returns the member with email whose password matches. Every

@@ -27,8 +27,16 @@ type Store interface {
 	Member(ctx context.Context, tenantID, id uuid.UUID) (Member, error)
 	MemberByEmail(ctx context.Context, tenantID uuid.UUID, email string) (Member, error)
 	ListMembers(ctx context.Context, tenantID uuid.UUID) ([]Member, error)
+	// UpdateMember applies fn to the member under a row lock and saves its
+	// role and password hash.
 	UpdateMember(ctx context.Context, tenantID, id uuid.UUID, fn func(*Member) error) (Member, error)
-	DeleteMember(ctx context.Context, tenantID, id uuid.UUID) error
+	// DeleteMember removes the member, ending their sessions and revoking
+	// the keys they stand behind (Key.CreatorMember), in one transaction
+	// that bumps the policy version, which it returns.
+	DeleteMember(ctx context.Context, tenantID, id uuid.UUID) (int64, error)
+	// EndSessions ends the member's dashboard sessions except the one
+	// named keep (see SessionPrefix; "" ends all).
+	EndSessions(ctx context.Context, tenantID, memberID uuid.UUID, keep string) error
 
 	// CreateAgent inserts a; a name already held by any agent of the tenant,
 	// trashed ones included, is fault.Conflict.

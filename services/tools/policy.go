@@ -47,8 +47,9 @@ func (s *Subject) whitelist() []string {
 // Visible and tools/call runs exactly those whose decision is Allowed, so a
 // hidden tool called by name is refused with its gate's own message.
 //
-// The rows, in order: the external-client whitelist, scope minimums of
-// non-employee callers, process-agent tools, tenant and agent gates,
+// The rows, in order: the external-client whitelist, the scope minimum
+// (every credential's scopes bind it, AI employees' keys and round tokens
+// included), process-agent tools, tenant and agent gates,
 // denied_tools/allowed_tools, scoped_tools without a live grant, and last
 // the listed-but-refused [permissions] flags.
 func (r *Registry) Decide(s *Subject, t *Tool, args map[string]any) Decision {
@@ -71,7 +72,7 @@ func (r *Registry) Decide(s *Subject, t *Tool, args map[string]any) Decision {
 			return d
 		}
 	}
-	if !p.IsEmployee() && !p.HasScope(t.Scope) {
+	if !p.HasScope(t.Scope) {
 		d := hide(EventScopeDenied, fmt.Sprintf("%s needs the %s scope, which this credential does not hold", names[0], t.Scope))
 		d.NeedScope = t.Scope
 		return d

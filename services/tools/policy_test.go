@@ -60,9 +60,12 @@ func external(scopes ...string) identity.Principal {
 	return identity.Principal{TenantID: tenantID, Kind: identity.KindExternal, ClientID: "c", MemberID: uuid.New(), Scopes: scopes}
 }
 
+// employee is an AI employee holding the default scopes of its
+// credentials (every tool scope).
 func employee(s identity.AgentSettings) *Subject {
 	a := identity.Agent{ID: agentID, TenantID: tenantID, Name: "ann", Status: identity.AgentActive, Settings: s}
-	return &Subject{Principal: identity.Principal{TenantID: tenantID, Kind: identity.KindEmployee, AgentID: agentID}, Agent: &a}
+	return &Subject{Principal: identity.Principal{TenantID: tenantID, Kind: identity.KindEmployee, AgentID: agentID,
+		Scopes: identity.DefaultEmployeeScopes}, Agent: &a}
 }
 
 func visibleNames(r *Registry, s *Subject) []string {
@@ -181,6 +184,31 @@ func TestHiddenToolRefusedByItsGate(t *testing.T) {
 	tl, _ = r.Get("working_state_get")
 	d = r.Decide(&Subject{Principal: operator(identity.ScopeToolsAdmin)}, tl, nil)
 	require.Contains(t, d.Reason, "not an AI employee")
+}
+
+// TestEmployeeScopesBind: an AI employee's credential (agent key or round
+// token) holds scopes, and they bound what it sees and calls exactly as an
+// operator key's do; the default (every tool scope) leaves its settings to
+// decide.
+func TestEmployeeScopesBind(t *testing.T) {
+	r := testRegistry()
+	withScopes := func(scopes ...string) *Subject {
+		s := employee(identity.AgentSettings{})
+		s.Principal.Scopes = scopes
+		return s
+	}
+	require.Equal(t, []string{"agent_status", "old_status", "plain_read", "working_state_get"},
+		visibleNames(r, withScopes(identity.ScopeToolsRead)))
+	require.Equal(t, []string{"agent_status", "old_status", "plain_read", "plain_write", "tasks_create", "working_state_get"},
+		visibleNames(r, withScopes(identity.ScopeToolsWrite)))
+	require.Equal(t, visibleNames(r, employee(identity.AgentSettings{})), visibleNames(r, withScopes(identity.ScopeToolsAdmin)))
+	require.Empty(t, visibleNames(r, withScopes()), "a credential without scopes calls nothing")
+
+	create, _ := r.Get("create_agent")
+	d := r.Decide(withScopes(identity.ScopeToolsRead, identity.ScopeToolsWrite), create, map[string]any{"name": "x"})
+	require.False(t, d.Allowed, "a tools:read/tools:write round token cannot create agents")
+	require.Equal(t, EventScopeDenied, d.Event)
+	require.Contains(t, d.Reason, "needs the tools:admin scope")
 }
 
 func TestPermissionGates(t *testing.T) {

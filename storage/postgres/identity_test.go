@@ -16,6 +16,7 @@ import (
 // twoTenants is the setup bundle of the isolation tests: a service on a fresh
 // database and two tenants, each with one agent.
 type twoTenants struct {
+	db     *postgres.DB
 	svc    *identity.Service
 	store  *postgres.IdentityStore
 	a, b   identity.Tenant
@@ -31,7 +32,7 @@ func setup(t *testing.T) twoTenants {
 	ctx := context.Background()
 	var s twoTenants
 	var err error
-	s.svc, s.store = svc, store
+	s.db, s.svc, s.store = db, svc, store
 	s.a, err = svc.CreateTenant(ctx, "acme", "Acme")
 	require.NoError(t, err)
 	s.b, err = svc.CreateTenant(ctx, "globex", "Globex")
@@ -83,7 +84,8 @@ func TestMemberIsolation(t *testing.T) {
 	require.True(t, fault.Is(err, fault.NotFound))
 	_, err = s.svc.Authenticate(ctx, s.b.ID, m.Email, "correct horse battery")
 	require.True(t, fault.Is(err, fault.Unauthorized))
-	require.True(t, fault.Is(s.store.DeleteMember(ctx, s.b.ID, m.ID), fault.NotFound))
+	_, err = s.store.DeleteMember(ctx, s.b.ID, m.ID)
+	require.True(t, fault.Is(err, fault.NotFound))
 	_, err = s.store.UpdateMember(ctx, s.b.ID, m.ID, func(*identity.Member) error { return nil })
 	require.True(t, fault.Is(err, fault.NotFound))
 	list, err := s.store.ListMembers(ctx, s.b.ID)

@@ -9,31 +9,41 @@ import (
 	"github.com/visorhq/visor/services/identity"
 )
 
-const keyCols = `tenant_id, id, kind, agent_id, name, secret_hash, scopes, created_at, expires_at, revoked_at`
+const keyCols = `tenant_id, id, kind, agent_id, name, secret_hash, scopes, created_at, expires_at, revoked_at, created_by, creator_member`
 
 func scanKey(row pgx.Row) (identity.Key, error) {
 	var k identity.Key
-	var agentID *uuid.UUID
-	err := row.Scan(&k.TenantID, &k.ID, &k.Kind, &agentID, &k.Name, &k.SecretHash, &k.Scopes, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt)
+	var agentID, creator *uuid.UUID
+	err := row.Scan(&k.TenantID, &k.ID, &k.Kind, &agentID, &k.Name, &k.SecretHash, &k.Scopes, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt,
+		&k.CreatedBy, &creator)
 	if agentID != nil {
 		k.AgentID = *agentID
+	}
+	if creator != nil {
+		k.CreatorMember = *creator
 	}
 	return k, err
 }
 
+// nullID is id, or NULL for uuid.Nil.
+func nullID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
+}
+
 // CreateKey inserts k and bumps the tenant's policy version.
 func (s *IdentityStore) CreateKey(ctx context.Context, k *identity.Key) (v int64, err error) {
-	var agentID *uuid.UUID
-	if k.AgentID != uuid.Nil {
-		agentID = &k.AgentID
-	}
 	if k.Scopes == nil {
 		k.Scopes = []string{}
 	}
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO api_keys (tenant_id, id, kind, agent_id, name, secret_hash, scopes, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
-			k.TenantID, k.ID, k.Kind, agentID, k.Name, k.SecretHash, k.Scopes, k.ExpiresAt).Scan(&k.CreatedAt)
+		err := tx.QueryRow(ctx, `INSERT INTO api_keys (tenant_id, id, kind, agent_id, name, secret_hash, scopes, expires_at,
+				created_by, creator_member)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING created_at`,
+			k.TenantID, k.ID, k.Kind, nullID(k.AgentID), k.Name, k.SecretHash, k.Scopes, k.ExpiresAt, k.CreatedBy,
+			nullID(k.CreatorMember)).Scan(&k.CreatedAt)
 		if err != nil {
 			return mapErr(err, "key")
 		}

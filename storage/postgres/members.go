@@ -64,14 +64,31 @@ func (s *IdentityStore) UpdateMember(ctx context.Context, tenantID, id uuid.UUID
 	return m, err
 }
 
-// DeleteMember removes the tenant's member with id.
-func (s *IdentityStore) DeleteMember(ctx context.Context, tenantID, id uuid.UUID) error {
-	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM members WHERE tenant_id = $1 AND id = $2`, tenantID, id)
-	if err != nil {
+// DeleteMember removes the tenant's member with id (its sessions go with
+// it) and revokes the keys it stands behind, bumping the policy version.
+func (s *IdentityStore) DeleteMember(ctx context.Context, tenantID, id uuid.UUID) (v int64, err error) {
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM members WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fault.New(fault.NotFound, "member not found")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+			WHERE tenant_id = $1 AND creator_member = $2`, tenantID, id); err != nil {
+			return err
+		}
+		v, err = BumpPolicyVersion(ctx, tx, tenantID)
 		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return fault.New(fault.NotFound, "member not found")
-	}
-	return nil
+	})
+	return v, err
+}
+
+// EndSessions deletes the member's dashboard sessions except the one whose
+// hash starts with the bytes keep names in hex ("" keeps none).
+func (s *IdentityStore) EndSessions(ctx context.Context, tenantID, memberID uuid.UUID, keep string) error {
+	_, err := s.db.Pool.Exec(ctx, `DELETE FROM member_sessions WHERE tenant_id = $1 AND member_id = $2
+		AND ($3 = '' OR encode(substring(id_hash from 1 for 8), 'hex') <> $3)`, tenantID, memberID, keep)
+	return err
 }

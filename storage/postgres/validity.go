@@ -10,17 +10,33 @@ import (
 )
 
 // LiveKeys returns those of the tenant's keys ids that can authenticate at
-// now: not revoked, not expired, and for an agent key, its agent active.
-// One query for any number of keys.
-func (db *DB) LiveKeys(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, now time.Time) ([]uuid.UUID, error) {
+// now: not revoked, not expired, for an agent key its agent active, and for
+// a key a member made that member still there, with the member's current
+// role. One query for any number of keys.
+func (db *DB) LiveKeys(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, now time.Time) ([]credentials.LiveKey, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return collectIDs[uuid.UUID](ctx, db, `SELECT k.id FROM api_keys k
+	rows, err := db.Pool.Query(ctx, `SELECT k.id, k.scopes, coalesce(m.role, '') FROM api_keys k
 		LEFT JOIN agents a ON a.tenant_id = k.tenant_id AND a.id = k.agent_id
+		LEFT JOIN members m ON m.tenant_id = k.tenant_id AND m.id = k.creator_member
 		WHERE k.tenant_id = $1 AND k.id = ANY($2) AND k.revoked_at IS NULL
 		  AND (k.expires_at IS NULL OR k.expires_at > $3)
-		  AND (k.agent_id IS NULL OR a.status = 'active')`, tenantID, ids, now)
+		  AND (k.agent_id IS NULL OR a.status = 'active')
+		  AND (k.creator_member IS NULL OR m.id IS NOT NULL)`, tenantID, ids, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []credentials.LiveKey
+	for rows.Next() {
+		var k credentials.LiveKey
+		if err := rows.Scan(&k.ID, &k.Scopes, &k.Role); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
 }
 
 // LiveRoundTokens returns those of the tenant's round tokens ids that can

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
@@ -11,34 +10,11 @@ import (
 	"github.com/visorhq/visor/services/identity"
 )
 
-// Access is what an operation requires of its caller.
-type Access int
-
-// Access levels.
-const (
-	// Platform operations (creating and listing tenants) need the platform
-	// admin token.
-	Platform Access = iota + 1
-	// Read needs a principal of the tenant allowed to read its
-	// configuration: an operator key, any member, or an OAuth token with
-	// admin:read.
-	Read
-	// Write needs one allowed to change it: an operator key, an owner,
-	// admin or operator member, or an OAuth token with admin:write.
-	Write
-	// ManageMembers needs an operator key, an owner or admin member, or an
-	// OAuth token with admin:write.
-	ManageMembers
-)
-
-// platformCredential marks the principal the platform token acts as.
-const platformCredential = "platform"
-
 // authenticate resolves the caller. The platform token is checked first
 // (it works on every route and names its tenant by the path); anything
 // else goes to the injected authenticator, which needs the tenant in the
 // path.
-func (a *API) authenticate(op Operation) echo.MiddlewareFunc {
+func (a *API) authenticate() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		viaAuth := next
 		if a.authn != nil {
@@ -46,13 +22,10 @@ func (a *API) authenticate(op Operation) echo.MiddlewareFunc {
 		}
 		return func(c echo.Context) error {
 			if !a.isPlatform(c.Request()) {
-				if op.Access == Platform {
-					return fault.New(fault.Forbidden, "this operation needs the platform admin token (VISOR_ADMIN_TOKEN)")
-				}
 				return viaAuth(c)
 			}
 			ctx := c.Request().Context()
-			p := identity.Principal{Kind: identity.KindOperator, CredentialID: platformCredential}
+			p := identity.Principal{Kind: identity.KindOperator, CredentialID: identity.PlatformCredential, Scopes: identity.AllScopes}
 			if slug := c.Param(auth.TenantParam); slug != "" {
 				t, err := a.tenantBySlug(ctx, slug)
 				if err != nil {
@@ -78,8 +51,12 @@ func (a *API) tenantBySlug(ctx context.Context, slug string) (identity.Tenant, e
 	return t, err
 }
 
-// authorize checks the resolved principal against the operation's access.
-func (a *API) authorize(need Access) echo.MiddlewareFunc {
+// authorize lets the request through when its principal may take the
+// action the operation needs (identity.Principal.Check: the authority
+// matrix, the credential's scopes, and the role of the member behind it).
+// Rules that depend on the object (only owners touch owners, a key never
+// gets more than its creator holds) are the service's, on the same types.
+func (a *API) authorize(need identity.Action) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			ctx := c.Request().Context()
@@ -87,16 +64,12 @@ func (a *API) authorize(need Access) echo.MiddlewareFunc {
 			if !ok {
 				return fault.New(fault.Unauthorized, "a bearer token or a session is required")
 			}
-			if p.CredentialID == platformCredential {
-				return next(c)
+			if !p.IsPlatform() {
+				if t, ok := auth.TenantFrom(ctx); !ok || t.ID != p.TenantID {
+					return fault.New(fault.Forbidden, "the credential belongs to another tenant")
+				}
 			}
-			if need == Platform {
-				return fault.New(fault.Forbidden, "this operation needs the platform admin token")
-			}
-			if t, ok := auth.TenantFrom(ctx); !ok || t.ID != p.TenantID {
-				return fault.New(fault.Forbidden, "the credential belongs to another tenant")
-			}
-			if err := a.allowed(ctx, p, need); err != nil {
+			if err := p.Check(need); err != nil {
 				return err
 			}
 			return next(c)
@@ -104,46 +77,10 @@ func (a *API) authorize(need Access) echo.MiddlewareFunc {
 	}
 }
 
-func (a *API) allowed(ctx context.Context, p identity.Principal, need Access) error {
-	switch {
-	case p.Kind == identity.KindEmployee:
-		return fault.New(fault.Forbidden, "AI employees' credentials cannot use the admin API; use an operator key")
-	case p.Kind == identity.KindExternal:
-		scope := identity.ScopeAdminWrite
-		if need == Read {
-			scope = identity.ScopeAdminRead
-		}
-		if !p.HasScope(scope) {
-			return fault.New(fault.Forbidden, "this operation needs the %s scope", scope)
-		}
-		return nil
-	case p.MemberID != uuid.Nil: // a member's dashboard session
-		m, err := a.ids.Store().Member(ctx, p.TenantID, p.MemberID)
-		if fault.Is(err, fault.NotFound) {
-			return fault.New(fault.Unauthorized, "the session's member no longer exists")
-		}
-		if err != nil {
-			return err
-		}
-		return roleAllows(m.Role, need)
-	}
-	return nil // an operator key: unrestricted inside its tenant
-}
-
-func roleAllows(r identity.Role, need Access) error {
-	switch need {
-	case Read:
-		return nil
-	case Write:
-		if r.CanManage() {
-			return nil
-		}
-	case ManageMembers:
-		if r == identity.RoleOwner || r == identity.RoleAdmin {
-			return nil
-		}
-	}
-	return fault.New(fault.Forbidden, "a member with role %s may not do this", r)
+// principal returns the caller (set by authentication).
+func principal(c echo.Context) identity.Principal {
+	p, _ := identity.PrincipalFrom(c.Request().Context())
+	return p
 }
 
 // tenant returns the tenant the request addresses (set by authentication).

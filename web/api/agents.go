@@ -72,23 +72,23 @@ type AgentList struct {
 func (r agents) Operations() []Operation {
 	p := "/tenants/:tenant/agents"
 	return []Operation{
-		{Method: http.MethodGet, Path: p, ID: "listAgents", Tag: "agents", Access: Read,
+		{Method: http.MethodGet, Path: p, ID: "listAgents", Tag: "agents", Needs: identity.ReadTenant,
 			Summary: "List the tenant's agents, trashed ones included", Response: AgentList{}, Handler: r.list},
-		{Method: http.MethodPost, Path: p, ID: "createAgent", Tag: "agents", Access: Write,
+		{Method: http.MethodPost, Path: p, ID: "createAgent", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Create an agent (AI employee)", Request: NewAgent{}, Response: Agent{}, Status: http.StatusCreated, Handler: r.create},
-		{Method: http.MethodGet, Path: p + "/:agent", ID: "getAgent", Tag: "agents", Access: Read,
+		{Method: http.MethodGet, Path: p + "/:agent", ID: "getAgent", Tag: "agents", Needs: identity.ReadTenant,
 			Summary: "Get an agent by id or name", Response: Agent{}, Handler: r.get},
-		{Method: http.MethodPatch, Path: p + "/:agent", ID: "updateAgent", Tag: "agents", Access: Write,
+		{Method: http.MethodPatch, Path: p + "/:agent", ID: "updateAgent", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Change an agent's department, manager, role or budget", Request: AgentPatch{}, Response: Agent{}, Handler: r.update},
-		{Method: http.MethodDelete, Path: p + "/:agent", ID: "purgeAgent", Tag: "agents", Access: Write,
+		{Method: http.MethodDelete, Path: p + "/:agent", ID: "purgeAgent", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Delete a trashed agent for good, freeing its name", Status: http.StatusNoContent, Handler: r.purge},
-		{Method: http.MethodPost, Path: p + "/:agent/trash", ID: "trashAgent", Tag: "agents", Access: Write,
+		{Method: http.MethodPost, Path: p + "/:agent/trash", ID: "trashAgent", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Move an agent to the trash; its keys stop working", Response: Agent{}, Handler: r.trash},
-		{Method: http.MethodPost, Path: p + "/:agent/restore", ID: "restoreAgent", Tag: "agents", Access: Write,
+		{Method: http.MethodPost, Path: p + "/:agent/restore", ID: "restoreAgent", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Bring a trashed agent back", Response: Agent{}, Handler: r.restore},
-		{Method: http.MethodGet, Path: p + "/:agent/settings", ID: "getAgentSettings", Tag: "agents", Access: Read,
+		{Method: http.MethodGet, Path: p + "/:agent/settings", ID: "getAgentSettings", Tag: "agents", Needs: identity.ReadTenant,
 			Summary: "Get an agent's capabilities, permissions and fork settings", Response: AgentSettings{}, Handler: r.getSettings},
-		{Method: http.MethodPut, Path: p + "/:agent/settings", ID: "putAgentSettings", Tag: "agents", Access: Write,
+		{Method: http.MethodPut, Path: p + "/:agent/settings", ID: "putAgentSettings", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Replace an agent's settings; takes effect live", Request: AgentSettingsUpdate{}, Response: AgentSettings{}, Handler: r.putSettings},
 	}
 }

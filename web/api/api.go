@@ -11,6 +11,7 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -34,7 +35,10 @@ type Operation struct {
 	ID      string // OpenAPI operationId, unique
 	Summary string
 	Tag     string
-	Access  Access
+	// Needs is the action the caller must be allowed to take
+	// (identity.Principal.Check, from the authority matrix). Every
+	// operation declares one; Register refuses an operation without.
+	Needs identity.Action
 	// Request is a value of the JSON body type (nil: no body). Response is
 	// a value of the success body type (nil: no body).
 	Request, Response any
@@ -108,7 +112,10 @@ func (a *API) Register(e *echo.Echo) {
 		return c.JSONBlob(http.StatusOK, doc)
 	})
 	for _, op := range a.ops {
-		g.Add(op.Method, op.Path, op.Handler, a.authenticate(op), a.authorize(op.Access))
+		if !op.Needs.Known() || !op.Needs.AdminAPI() {
+			panic(fmt.Sprintf("api: operation %s declares no admin API action in Needs (%q); pick one of identity.Actions", op.ID, op.Needs))
+		}
+		g.Add(op.Method, op.Path, op.Handler, a.authenticate(), a.authorize(op.Needs))
 	}
 }
 

@@ -317,7 +317,8 @@ func requireError(t *testing.T, body, code string) {
 
 // TestMemberSessionsAreAuthorizedByRole uses a stand-in for the session
 // cookie resolver: a viewer may read, not write; an operator may manage
-// agents but not members; an admin may manage members.
+// agents but not members or settings; an admin may manage members but not
+// owners.
 func TestMemberSessionsAreAuthorizedByRole(t *testing.T) {
 	t.Parallel()
 	var f *fixture
@@ -328,7 +329,8 @@ func TestMemberSessionsAreAuthorizedByRole(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				p := identity.Principal{TenantID: f.tenant.ID, TenantSlug: f.tenant.Slug, Kind: identity.KindOperator, MemberID: m.ID, CredentialID: "session:test"}
+				p := identity.Principal{TenantID: f.tenant.ID, TenantSlug: f.tenant.Slug, Kind: identity.KindOperator, MemberID: m.ID,
+					Role: m.Role, Scopes: m.Role.Scopes(), CredentialID: "session:test"}
 				ctx := identity.WithPrincipal(auth.WithTenant(c.Request().Context(), f.tenant), p)
 				c.SetRequest(c.Request().WithContext(ctx))
 				return next(c)
@@ -354,7 +356,10 @@ func TestMemberSessionsAreAuthorizedByRole(t *testing.T) {
 	require.Equal(t, 403, as("viewer", "POST", base+"/agents", `{"name":"v"}`))
 	require.Equal(t, 201, as("operator", "POST", base+"/agents", `{"name":"o"}`))
 	require.Equal(t, 403, as("operator", "POST", base+"/members", `{"email":"x@example.com","password":"long enough pw","role":"viewer"}`))
+	require.Equal(t, 403, as("operator", "PATCH", base, `{"name":"Op Corp"}`))
 	require.Equal(t, 201, as("admin", "POST", base+"/members", `{"email":"x@example.com","password":"long enough pw","role":"viewer"}`))
+	require.Equal(t, 403, as("admin", "POST", base+"/members", `{"email":"y@example.com","password":"long enough pw","role":"owner"}`))
+	require.Equal(t, 200, as("admin", "PATCH", base, `{"name":"Admin Corp"}`))
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/visorhq/visor/services/identity"
+
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
 )
@@ -66,10 +68,10 @@ func source(s string) string {
 func (r auditAPI) Operations() []Operation {
 	p := "/tenants/:tenant/audit"
 	return []Operation{
-		{Method: http.MethodGet, Path: p, ID: "listAudit", Tag: "audit", Access: Read,
+		{Method: http.MethodGet, Path: p, ID: "listAudit", Tag: "audit", Needs: identity.ReadAudit,
 			Summary:  "List audit rows, newest first; filters: principal_kind, principal_id, tool, outcome, event_type, source, action, object, since, until, before, limit",
 			Response: AuditList{}, Handler: r.list},
-		{Method: http.MethodGet, Path: p + "/export", ID: "exportAudit", Tag: "audit", Access: Read,
+		{Method: http.MethodGet, Path: p + "/export", ID: "exportAudit", Tag: "audit", Needs: identity.ReadAudit,
 			Summary: "Export every matching audit row as JSON Lines (same filters as listAudit)", Handler: r.export},
 	}
 }

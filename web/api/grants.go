@@ -61,17 +61,17 @@ type NewGrant struct {
 // Operations lists the grant routes.
 func (r Grants) Operations() []Operation {
 	return []Operation{
-		{Method: http.MethodGet, Path: "/tenants/:tenant/grants/requests", ID: "listCapabilityRequests", Tag: "grants", Access: Read,
+		{Method: http.MethodGet, Path: "/tenants/:tenant/grants/requests", ID: "listCapabilityRequests", Tag: "grants", Needs: identity.ReadTenant,
 			Summary: "List AI employees' capability requests, newest first (?status=pending|approved|denied)", Response: RequestList{}, Handler: r.listRequests},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/approve", ID: "approveCapabilityRequest", Tag: "grants", Access: Write,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/approve", ID: "approveCapabilityRequest", Tag: "grants", Needs: identity.ManageGrants,
 			Summary: "Approve a pending request: creates a grant (optionally expiring) and the tool appears with list_changed", Request: ApproveRequest{}, Response: Approved{}, Handler: r.approve},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/deny", ID: "denyCapabilityRequest", Tag: "grants", Access: Write,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/deny", ID: "denyCapabilityRequest", Tag: "grants", Needs: identity.ManageGrants,
 			Summary: "Deny a pending request", Request: DenyRequest{}, Response: grants.Request{}, Handler: r.deny},
-		{Method: http.MethodGet, Path: "/tenants/:tenant/grants", ID: "listGrants", Tag: "grants", Access: Read,
+		{Method: http.MethodGet, Path: "/tenants/:tenant/grants", ID: "listGrants", Tag: "grants", Needs: identity.ReadTenant,
 			Summary: "List grants, newest first (?agent_id=…&live=true)", Response: GrantList{}, Handler: r.listGrants},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/grants", ID: "createGrant", Tag: "grants", Access: Write,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants", ID: "createGrant", Tag: "grants", Needs: identity.ManageGrants,
 			Summary: "Grant a scoped tool directly (optionally expiring, or ending with a task)", Request: NewGrant{}, Response: grants.Grant{}, Status: http.StatusCreated, Handler: r.create},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/grants/:grant", ID: "revokeGrant", Tag: "grants", Access: Write,
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/grants/:grant", ID: "revokeGrant", Tag: "grants", Needs: identity.ManageGrants,
 			Summary: "Revoke a live grant: the tool disappears with list_changed", Response: grants.Grant{}, Handler: r.revoke},
 	}
 }
@@ -175,13 +175,7 @@ func decodeOptional(c echo.Context, v any) error {
 }
 
 // decider names who decided, for the grant's record.
-func decider(c echo.Context) string {
-	p, _ := identity.PrincipalFrom(c.Request().Context())
-	if p.MemberID != uuid.Nil {
-		return "member:" + p.MemberID.String()
-	}
-	return p.ID()
-}
+func decider(c echo.Context) string { return principal(c).ID() }
 
 // seconds turns a wire TTL into a duration; a negative one stays negative so
 // the service refuses it.

@@ -30,13 +30,13 @@ type KeyList struct {
 func (r keys) Operations() []Operation {
 	p := "/tenants/:tenant/keys"
 	return []Operation{
-		{Method: http.MethodGet, Path: p, ID: "listKeys", Tag: "keys", Access: Read,
+		{Method: http.MethodGet, Path: p, ID: "listKeys", Tag: "keys", Needs: identity.ReadTenant,
 			Summary: "List the tenant's API keys (never their secrets)", Response: KeyList{}, Handler: r.list},
-		{Method: http.MethodPost, Path: p, ID: "createKey", Tag: "keys", Access: Write,
-			Summary: "Create an operator or agent key; the token is in this response only", Request: NewKey{}, Response: CreatedKey{}, Status: http.StatusCreated, Handler: r.create},
-		{Method: http.MethodGet, Path: p + "/:key", ID: "getKey", Tag: "keys", Access: Read,
+		{Method: http.MethodPost, Path: p, ID: "createKey", Tag: "keys", Needs: identity.ManageKeys,
+			Summary: "Create an operator or agent key with scopes you hold (default: all you hold; agent keys: every tool scope you hold); the token is in this response only", Request: NewKey{}, Response: CreatedKey{}, Status: http.StatusCreated, Handler: r.create},
+		{Method: http.MethodGet, Path: p + "/:key", ID: "getKey", Tag: "keys", Needs: identity.ReadTenant,
 			Summary: "Get a key", Response: Key{}, Handler: r.get},
-		{Method: http.MethodDelete, Path: p + "/:key", ID: "revokeKey", Tag: "keys", Access: Write,
+		{Method: http.MethodDelete, Path: p + "/:key", ID: "revokeKey", Tag: "keys", Needs: identity.ManageKeys,
 			Summary: "Revoke a key; this replica refuses it at once, the others when the change event arrives (2 s at worst)", Response: Key{}, Handler: r.revoke},
 	}
 }
@@ -58,7 +58,7 @@ func (r keys) create(c echo.Context) error {
 	if in.AgentID != nil {
 		nk.AgentID = *in.AgentID
 	}
-	k, token, err := r.a.ids.CreateKey(c.Request().Context(), tenant(c).ID, nk)
+	k, token, err := r.a.ids.IssueKey(c.Request().Context(), principal(c), tenant(c).ID, nk)
 	if err != nil {
 		return err
 	}

@@ -32,16 +32,16 @@ type MemberList struct {
 
 func (r members) Operations() []Operation {
 	return []Operation{
-		{Method: http.MethodGet, Path: "/tenants/:tenant/members", ID: "listMembers", Tag: "members", Access: Read,
+		{Method: http.MethodGet, Path: "/tenants/:tenant/members", ID: "listMembers", Tag: "members", Needs: identity.ReadTenant,
 			Summary: "List the tenant's members", Response: MemberList{}, Handler: r.list},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/members", ID: "createMember", Tag: "members", Access: ManageMembers,
-			Summary: "Add a member with a password (10-256 bytes) and a role", Request: NewMember{}, Response: Member{}, Status: http.StatusCreated, Handler: r.create},
-		{Method: http.MethodGet, Path: "/tenants/:tenant/members/:member", ID: "getMember", Tag: "members", Access: Read,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/members", ID: "createMember", Tag: "members", Needs: identity.ManageMembers,
+			Summary: "Add a member with a password (10-256 bytes) and a role; only owners add owners", Request: NewMember{}, Response: Member{}, Status: http.StatusCreated, Handler: r.create},
+		{Method: http.MethodGet, Path: "/tenants/:tenant/members/:member", ID: "getMember", Tag: "members", Needs: identity.ReadTenant,
 			Summary: "Get a member", Response: Member{}, Handler: r.get},
-		{Method: http.MethodPatch, Path: "/tenants/:tenant/members/:member", ID: "updateMember", Tag: "members", Access: ManageMembers,
-			Summary: "Change a member's role or password", Request: MemberPatch{}, Response: Member{}, Handler: r.update},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/members/:member", ID: "deleteMember", Tag: "members", Access: ManageMembers,
-			Summary: "Remove a member (never the last owner)", Status: http.StatusNoContent, Handler: r.remove},
+		{Method: http.MethodPatch, Path: "/tenants/:tenant/members/:member", ID: "updateMember", Tag: "members", Needs: identity.ManageMembers,
+			Summary: "Change a member's role or password (ends their other sessions); only owners touch owners, nobody raises their own role", Request: MemberPatch{}, Response: Member{}, Handler: r.update},
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/members/:member", ID: "deleteMember", Tag: "members", Needs: identity.ManageMembers,
+			Summary: "Remove a member (never the last owner; only owners remove owners) and revoke the keys they made", Status: http.StatusNoContent, Handler: r.remove},
 	}
 }
 
@@ -58,7 +58,7 @@ func (r members) create(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	m, err := r.a.ids.CreateMember(c.Request().Context(), tenant(c).ID, in.Email, in.Password, in.Role)
+	m, err := r.a.ids.AddMember(c.Request().Context(), principal(c), tenant(c).ID, in.Email, in.Password, in.Role)
 	if err != nil {
 		return err
 	}
@@ -86,18 +86,8 @@ func (r members) update(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	ctx, tid := c.Request().Context(), tenant(c).ID
-	if in.Password != nil {
-		if err := r.a.ids.SetMemberPassword(ctx, tid, id, *in.Password); err != nil {
-			return err
-		}
-	}
-	var m identity.Member
-	if in.Role != nil {
-		m, err = r.a.ids.SetMemberRole(ctx, tid, id, *in.Role)
-	} else {
-		m, err = r.a.ids.Store().Member(ctx, tid, id)
-	}
+	m, err := r.a.ids.UpdateMember(c.Request().Context(), principal(c), tenant(c).ID, id,
+		identity.MemberUpdate{Role: in.Role, Password: in.Password})
 	if err != nil {
 		return err
 	}
@@ -109,7 +99,7 @@ func (r members) remove(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.a.ids.RemoveMember(c.Request().Context(), tenant(c).ID, id); err != nil {
+	if err := r.a.ids.DeleteMember(c.Request().Context(), principal(c), tenant(c).ID, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

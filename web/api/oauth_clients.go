@@ -63,17 +63,17 @@ type NewOAuthClient struct {
 // Operations lists the OAuth client routes.
 func (r OAuthClients) Operations() []Operation {
 	return []Operation{
-		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/clients", ID: "listOAuthClients", Tag: "oauth", Access: Read,
+		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/clients", ID: "listOAuthClients", Tag: "oauth", Needs: identity.ReadTenant,
 			Summary: "List the tenant's OAuth clients", Response: OAuthClientList{}, Handler: r.list},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/oauth/clients", ID: "createOAuthClient", Tag: "oauth", Access: Write,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/oauth/clients", ID: "createOAuthClient", Tag: "oauth", Needs: identity.ManageClients,
 			Summary: "Pre-register an OAuth client; a confidential client's secret is shown once", Request: NewOAuthClient{},
 			Response: OAuthClient{}, Status: http.StatusCreated, Handler: r.create},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/clients/:client", ID: "deleteOAuthClient", Tag: "oauth", Access: Write,
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/clients/:client", ID: "deleteOAuthClient", Tag: "oauth", Needs: identity.ManageClients,
 			Summary: "Delete an OAuth client, revoking its tokens and consents", Handler: r.remove, Status: http.StatusNoContent},
-		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/consents", ID: "listOAuthConsents", Tag: "oauth", Access: Read,
-			Summary:  "List a member's OAuth consents: the caller's own, or ?member_id=… with an operator key",
+		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/consents", ID: "listOAuthConsents", Tag: "oauth", Needs: identity.ManageOwnConsents,
+			Summary:  "List a member's OAuth consents: the caller's own, or another's with ?member_id=… (needs manage_members)",
 			Response: ConsentList{}, Handler: r.listConsents},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/consents/:client", ID: "revokeOAuthConsent", Tag: "oauth", Access: Read,
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/consents/:client", ID: "revokeOAuthConsent", Tag: "oauth", Needs: identity.ManageOwnConsents,
 			Summary: "Withdraw a member's consent for a client and revoke that client's tokens for the member",
 			Handler: r.revokeConsent, Status: http.StatusNoContent},
 	}
@@ -91,19 +91,27 @@ type ConsentList struct {
 	Consents []Consent `json:"consents"`
 }
 
-// consentMember is whose consents a request addresses: a member session
-// only ever its own; an operator key (or the platform token) names one.
+// consentMember is whose consents a request addresses: the member_id it
+// names, or the caller's own when it names none (a member session).
+// Another member's consents need ManageMembers.
 func consentMember(c echo.Context) (uuid.UUID, error) {
-	p, _ := identity.PrincipalFrom(c.Request().Context())
-	if p.MemberID != uuid.Nil && p.Kind != identity.KindExternal {
-		return p.MemberID, nil
+	p := principal(c)
+	own := uuid.Nil
+	if p.Kind == identity.KindOperator {
+		own = p.MemberID
 	}
-	if p.Kind != identity.KindOperator {
-		return uuid.Nil, fault.New(fault.Forbidden, "only members and operator keys manage consents")
+	q := c.QueryParam("member_id")
+	if q == "" && own != uuid.Nil {
+		return own, nil
 	}
-	id, err := uuid.Parse(c.QueryParam("member_id"))
+	id, err := uuid.Parse(q)
 	if err != nil {
 		return uuid.Nil, fault.New(fault.Invalid, "member_id must name a member")
+	}
+	if id != own {
+		if err := p.Check(identity.ManageMembers); err != nil {
+			return uuid.Nil, err
+		}
 	}
 	return id, nil
 }

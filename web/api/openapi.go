@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/identity"
 )
 
 // Schemaer lets a wire type describe itself in the OpenAPI document when
@@ -24,8 +26,6 @@ type Schemaer interface {
 func (OptionalID) JSONSchema() map[string]any {
 	return map[string]any{"type": []string{"string", "null"}, "format": "uuid"}
 }
-
-var accessNames = map[Access]string{Platform: "platform", Read: "read", Write: "write", ManageMembers: "manage_members"}
 
 var pathParam = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
 
@@ -57,15 +57,16 @@ func (a *API) Document() []byte {
 			"title":   "Visor admin API",
 			"version": "v1",
 			"description": "Manage tenants, members, agents, agent settings and API keys. Authenticate with an " +
-				"operator key (Authorization: Bearer vsk_...), a member's dashboard session cookie, an OAuth " +
-				"token holding admin:read/admin:write, or the platform admin token (VISOR_ADMIN_TOKEN). Errors " +
-				"are {\"error\":{\"code\",\"message\"}}.",
+				"operator key (Authorization: Bearer vsk_...), a member's dashboard session cookie, or the platform " +
+				"admin token (VISOR_ADMIN_TOKEN); OAuth access tokens and AI employees' credentials are refused. " +
+				"Each operation's x-visor-authority names the action it needs, the scope a key must hold and the " +
+				"member roles allowed. Errors are {\"error\":{\"code\",\"message\"}}.",
 		},
 		"paths": paths,
 		"components": map[string]any{
 			"schemas": g.schemas,
 			"securitySchemes": map[string]any{
-				"bearer":  map[string]any{"type": "http", "scheme": "bearer", "description": "An operator key (vsk_...), an OAuth access token, or the platform admin token"},
+				"bearer":  map[string]any{"type": "http", "scheme": "bearer", "description": "An operator key (vsk_...) or the platform admin token"},
 				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": "visor_session", "description": "A member's dashboard session"},
 			},
 		},
@@ -98,7 +99,7 @@ func (g *schemaGen) operation(op Operation, errRef map[string]any) map[string]an
 	}
 	o := map[string]any{
 		"operationId": op.ID, "summary": op.Summary, "tags": []string{op.Tag},
-		"responses": responses, "x-visor-access": accessNames[op.Access],
+		"responses": responses, "x-visor-authority": authority(op.Needs),
 	}
 	var params []any
 	for _, m := range pathParam.FindAllStringSubmatch(op.Path, -1) {
@@ -118,6 +119,19 @@ func (g *schemaGen) operation(op Operation, errRef map[string]any) map[string]an
 		o["requestBody"] = map[string]any{"required": true, "content": jsonContent(g.ref(reflect.TypeOf(op.Request)))}
 	}
 	return o
+}
+
+// authority describes what an operation needs: the action, the scope a
+// credential must hold, and the member roles that may take it (none: only
+// the platform admin token).
+func authority(a identity.Action) map[string]any {
+	roles := []string{}
+	for _, r := range identity.Roles {
+		if r.Allows(a) {
+			roles = append(roles, string(r))
+		}
+	}
+	return map[string]any{"action": string(a), "scope": a.Scope(), "roles": roles}
 }
 
 func jsonContent(schema map[string]any) map[string]any {

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/web/api"
 )
 
@@ -23,7 +24,7 @@ type extra struct{}
 
 func (extra) Operations() []api.Operation {
 	return []api.Operation{{Method: http.MethodGet, Path: "/tenants/:tenant/widgets", ID: "listWidgets", Tag: "widgets",
-		Access: api.Read, Summary: "List widgets", Response: api.KeyList{}, Handler: func(c echo.Context) error { return c.NoContent(204) }}}
+		Needs: identity.ReadTenant, Summary: "List widgets", Response: api.KeyList{}, Handler: func(c echo.Context) error { return c.NoContent(204) }}}
 }
 
 func TestOpenAPIDocumentMatchesGolden(t *testing.T) {
@@ -64,6 +65,25 @@ func served(t *testing.T, e *echo.Echo) []byte {
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
 	require.Equal(t, "3.1.0", doc["openapi"])
 	return rec.Body.Bytes()
+}
+
+// TestRegisterRefusesAnOperationWithoutAuthority: a route that declares no
+// admin API action never gets served.
+func TestRegisterRefusesAnOperationWithoutAuthority(t *testing.T) {
+	t.Parallel()
+	for _, needs := range []identity.Action{"", "anything", identity.CallAdminTools} {
+		a := api.New(api.Deps{Logger: slog.New(slog.DiscardHandler)})
+		a.Add(undeclared{needs})
+		require.PanicsWithValue(t, `api: operation listUndeclared declares no admin API action in Needs ("`+string(needs)+`"); pick one of identity.Actions`,
+			func() { a.Register(echo.New()) })
+	}
+}
+
+type undeclared struct{ needs identity.Action }
+
+func (u undeclared) Operations() []api.Operation {
+	return []api.Operation{{Method: http.MethodGet, Path: "/tenants/:tenant/undeclared", ID: "listUndeclared", Tag: "x", Needs: u.needs,
+		Summary: "x", Handler: func(c echo.Context) error { return nil }}}
 }
 
 func TestUndocumentedReportsDocumentedButMissingRoutes(t *testing.T) {

@@ -34,9 +34,9 @@ type NameReservationList struct {
 func (r reservationsAPI) Operations() []Operation {
 	p := "/tenants/:tenant/agent-name-reservations"
 	return []Operation{
-		{Method: http.MethodGet, Path: p, ID: "listAgentNameReservations", Tag: "agents", Access: Read,
+		{Method: http.MethodGet, Path: p, ID: "listAgentNameReservations", Tag: "agents", Needs: identity.ReadTenant,
 			Summary: "List agent names reserved by agent_remove", Response: NameReservationList{}, Handler: r.list},
-		{Method: http.MethodDelete, Path: p + "/:name", ID: "releaseAgentNameReservation", Tag: "agents", Access: Write,
+		{Method: http.MethodDelete, Path: p + "/:name", ID: "releaseAgentNameReservation", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Release a reserved agent name so create_agent accepts it again", Status: http.StatusNoContent, Handler: r.release},
 	}
 }

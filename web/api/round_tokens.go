@@ -7,8 +7,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/visorhq/visor/services/identity"
+
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/fault"
 )
 
 // RoundTokens is the admin API that mints the credential an AI employee
@@ -28,7 +31,7 @@ func NewRoundTokens(rounds *auth.Rounds, store credentials.Store) RoundTokens {
 type NewRoundToken struct {
 	TaskID     uuid.UUID `json:"task_id"`
 	TTLSeconds int64     `json:"ttl_seconds,omitempty"` // default 3600, at most 86400
-	Scopes     []string  `json:"scopes,omitempty"`      // default tools:read tools:write
+	Scopes     []string  `json:"scopes,omitempty"`      // default: every tool scope the minter holds
 }
 
 // RoundToken is a minted round token; Token is shown only once.
@@ -44,10 +47,10 @@ type RoundToken struct {
 // Operations lists the round token routes.
 func (r RoundTokens) Operations() []Operation {
 	return []Operation{
-		{Method: http.MethodPost, Path: "/tenants/:tenant/agents/:agent/round-tokens", ID: "mintRoundToken", Tag: "keys", Access: Write,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/agents/:agent/round-tokens", ID: "mintRoundToken", Tag: "keys", Needs: identity.ManageAgents,
 			Summary: "Mint a token for one round of an AI employee on a task (shown once)", Request: NewRoundToken{},
 			Response: RoundToken{}, Status: http.StatusCreated, Handler: r.mint},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/round-tokens/:round", ID: "revokeRoundToken", Tag: "keys", Access: Write,
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/round-tokens/:round", ID: "revokeRoundToken", Tag: "keys", Needs: identity.ManageAgents,
 			Summary: "Revoke a round token", Handler: r.revoke, Status: http.StatusNoContent},
 	}
 }
@@ -61,7 +64,18 @@ func (r RoundTokens) mint(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	rt, token, err := r.rounds.Mint(c.Request().Context(), tenant(c).ID, agentID, in.TaskID, in.Scopes,
+	if in.TaskID == uuid.Nil {
+		return fault.New(fault.Invalid, "task_id is required")
+	}
+	// A round token never holds a scope its minter lacks.
+	scopes, err := principal(c).Delegate(in.Scopes, identity.DefaultEmployeeScopes)
+	if err != nil {
+		return err
+	}
+	if len(scopes) == 0 {
+		return fault.New(fault.Forbidden, "you hold no tool scope to give a round token")
+	}
+	rt, token, err := r.rounds.Mint(c.Request().Context(), tenant(c).ID, agentID, in.TaskID, scopes,
 		time.Duration(in.TTLSeconds)*time.Second)
 	if err != nil {
 		return err

@@ -29,13 +29,13 @@ type TenantList struct {
 
 func (r tenants) Operations() []Operation {
 	return []Operation{
-		{Method: http.MethodPost, Path: "/tenants", ID: "createTenant", Tag: "tenants", Access: Platform,
+		{Method: http.MethodPost, Path: "/tenants", ID: "createTenant", Tag: "tenants", Needs: identity.ManageTenants,
 			Summary: "Create a tenant (platform admin token)", Request: NewTenant{}, Response: Tenant{}, Status: http.StatusCreated, Handler: r.create},
-		{Method: http.MethodGet, Path: "/tenants", ID: "listTenants", Tag: "tenants", Access: Platform,
+		{Method: http.MethodGet, Path: "/tenants", ID: "listTenants", Tag: "tenants", Needs: identity.ManageTenants,
 			Summary: "List every tenant (platform admin token)", Response: TenantList{}, Handler: r.list},
-		{Method: http.MethodGet, Path: "/tenants/:tenant", ID: "getTenant", Tag: "tenants", Access: Read,
+		{Method: http.MethodGet, Path: "/tenants/:tenant", ID: "getTenant", Tag: "tenants", Needs: identity.ReadTenant,
 			Summary: "Get the tenant and its settings", Response: Tenant{}, Handler: r.get},
-		{Method: http.MethodPatch, Path: "/tenants/:tenant", ID: "updateTenant", Tag: "tenants", Access: Write,
+		{Method: http.MethodPatch, Path: "/tenants/:tenant", ID: "updateTenant", Tag: "tenants", Needs: identity.ManageSettings,
 			Summary: "Change the tenant's name or settings (settings are replaced whole)", Request: TenantPatch{}, Response: Tenant{}, Handler: r.update},
 	}
 }

@@ -81,10 +81,14 @@ type Key struct {
 	CreatedAt time.Time        `json:"created_at"`
 	ExpiresAt *time.Time       `json:"expires_at"`
 	RevokedAt *time.Time       `json:"revoked_at"`
+	// CreatedBy names who made the key ("member:<id>", "operator:key:<id>",
+	// "operator:platform", ...); empty for keys older than the record.
+	CreatedBy string `json:"created_by"`
 }
 
 func keyOut(k identity.Key) Key {
-	out := Key{ID: k.ID, Kind: k.Kind, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
+	out := Key{ID: k.ID, Kind: k.Kind, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
+		CreatedBy: k.CreatedBy}
 	if out.Scopes == nil {
 		out.Scopes = []string{}
 	}

@@ -95,7 +95,7 @@ func fullStack(b *testing.B) (url, token, noAuth string, reg *tools.Registry) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fixed = identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindEmployee, AgentID: a.ID}
+	fixed = identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindEmployee, AgentID: a.ID, Scopes: identity.DefaultEmployeeScopes}
 	return srv.URL + "/t/bench/mcp", token, srv2.URL + "/t/bench/mcp", reg
 }
 

@@ -110,7 +110,7 @@ func newFixture(t *testing.T) *fixture {
 	rec := &audit.Memory{}
 	h := &hub{}
 	f := &fixture{dir: d, audit: rec, hub: h, agent: agent, tokens: map[string]identity.Principal{
-		"emp":      {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindEmployee, AgentID: agent.ID},
+		"emp":      {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindEmployee, AgentID: agent.ID, Scopes: identity.DefaultEmployeeScopes},
 		"op":       {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindOperator, CredentialID: "k1", Scopes: []string{identity.ScopeToolsAdmin}},
 		"op2":      {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindOperator, CredentialID: "k2", Scopes: []string{identity.ScopeToolsAdmin}},
 		"ext-read": {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindExternal, ClientID: "c", MemberID: uuid.New(), Scopes: []string{identity.ScopeToolsRead}},
