@@ -74,7 +74,7 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	_, _ = pw.Write([]byte(`{"slug":"x","name":"y"}`))
 	pw.Close()
-	require.Equal(t, 403, <-done, "the in-flight request got its answer")
+	require.Equal(t, 401, <-done, "the in-flight request got its answer (no credential)")
 
 	for l := range lines {
 		logs = append(logs, l)
