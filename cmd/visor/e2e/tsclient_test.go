@@ -86,14 +86,18 @@ func installNodeClient(t *testing.T, src string) string {
 		}
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
+	files, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(src, f.Name()))
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+	// install, not ci: it installs the locked versions too, and tolerates
+	// the lock file leaving out other platforms' optional packages.
+	npm := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-save")
 	npm.Dir = dir
 	if out, err := npm.CombinedOutput(); err != nil {
 		pgtest.Unavailable(t, "the npm registry", errorWithOutput{err, out})
