@@ -70,7 +70,7 @@ func TestPermissionFlagsRefuseTheirToolsPerCall(t *testing.T) {
 	reg := tools.NewRegistry()
 	(&board.Service{}).Register(reg)
 	no := false
-	sub := &tools.Subject{Principal: identity.Principal{Kind: identity.KindEmployee, AgentID: uuid.New()},
+	sub := &tools.Subject{Principal: identity.Principal{Kind: identity.KindEmployee, AgentID: uuid.New(), Scopes: identity.DefaultEmployeeScopes},
 		Agent: &identity.Agent{Status: identity.AgentActive, Settings: identity.AgentSettings{Permissions: &identity.Permissions{
 			CanScheduleTasks: &no, CanSendCrossAgent: &no}}}}
 	decide := func(name string, args map[string]any) tools.Decision {
