@@ -353,3 +353,64 @@ func TestPasswordDemotionAndRemovalEndSessions(t *testing.T) {
 	require.Equal(t, 204, code, raw)
 	require.False(t, alive(viewer), "a removal ends the member's sessions")
 }
+
+// TestNarrowEmployeeCredentialsOnTheEndpoint: a round token minted through
+// the admin API with only tools:read, and an agent key made with only
+// tools:read, neither see nor call create_agent on the MCP endpoint; a round
+// token minted with the default scopes still does.
+func TestNarrowEmployeeCredentialsOnTheEndpoint(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	r := startReplica(t, "A", w.dbURL, privateRedis(t).URL())
+	mint := func(scopes ...string) string {
+		var rt struct {
+			Token  string   `json:"token"`
+			Scopes []string `json:"scopes"`
+		}
+		in := map[string]any{"task_id": uuid.NewString()}
+		if scopes != nil {
+			in["scopes"] = scopes
+		}
+		w.api(t, r, http.MethodPost, "/tenants/acme/agents/"+w.ada.ID.String()+"/round-tokens", in, &rt)
+		if scopes != nil {
+			require.Equal(t, scopes, rt.Scopes)
+		}
+		return rt.Token
+	}
+	agents := func() string {
+		var out json.RawMessage
+		w.api(t, r, http.MethodGet, "/tenants/acme/agents", nil, &out)
+		return string(out)
+	}
+	create := func(token, name string) (int, rpcMessage) {
+		resp := mcpSend(t, r, token, modernVersion, "", map[string]any{"id": 1, "method": "tools/call",
+			"params": map[string]any{"_meta": modernMeta(), "name": "create_agent", "arguments": map[string]any{"name": name}}})
+		defer resp.Body.Close()
+		var m rpcMessage
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			readSSE(resp.Body, func(x rpcMessage) {
+				if x.ID != nil {
+					m = x
+				}
+			})
+		} else {
+			_ = json.NewDecoder(resp.Body).Decode(&m)
+		}
+		return resp.StatusCode, m
+	}
+	readerKey := w.key(t, w.acme, identity.NewKey{Kind: identity.KeyAgent, AgentID: w.ada.ID, Name: "ada-reader",
+		Scopes: []string{identity.ScopeToolsRead}})
+	for name, token := range map[string]string{"round token tools:read": mint(identity.ScopeToolsRead), "agent key tools:read": readerKey} {
+		require.NotContains(t, toolNames(t, r, token), "create_agent", name)
+		code, m := create(token, "zed")
+		refused := code == http.StatusForbidden || m.Error != nil || strings.Contains(string(m.Result), `"isError":true`)
+		require.True(t, refused, "%s called create_agent: %d %s", name, code, m.Result)
+		require.NotContains(t, agents(), `"zed"`, name)
+	}
+	full := mint()
+	require.Contains(t, toolNames(t, r, full), "create_agent", "the default scopes keep today's behaviour")
+	code, m := create(full, "yan")
+	require.Equal(t, http.StatusOK, code)
+	require.Nil(t, m.Error)
+	require.Contains(t, agents(), `"yan"`)
+}
