@@ -71,31 +71,50 @@ func (s *Service) byName(ctx context.Context, tenantID uuid.UUID, name string) (
 	return a, err
 }
 
-// mayActOn refuses an AI employee acting on an employee it has no
-// delegation relationship with. Operators and members' clients are not
-// restricted.
-func (s *Service) mayActOn(ctx context.Context, sub *tools.Subject, target identity.Agent, what string) error {
-	if sub.Agent == nil {
-		return nil
-	}
-	ok, err := NewDelegation(s.dirs).Related(ctx, sub.Tenant.Settings.Delegation, sub.Tenant.ID, sub.Agent.ID, target.ID)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return tools.Refused(tools.EventRelationshipRefused, fmt.Sprintf(
-			"%s %s needs a delegation relationship (same department, reports_to above or below, or a whitelisted pair), and you have none with it", what, target.Name))
-	}
-	return nil
+// orgChart is the tenant's employees as they are before a call changes
+// anything. Every delegation check of the call reads this one snapshot, so
+// nothing the call itself changes (and nothing a refused call tried to
+// change) can widen what the caller may touch. Operators and members'
+// clients are not restricted, and read no snapshot.
+type orgChart struct {
+	sub *tools.Subject
+	all []identity.Agent
 }
 
-// selfRestricted are the fields an AI employee may not send about itself.
-var selfRestricted = []string{"reports_to", "db_sources", "db_sources_add", "db_sources_remove", "budget_cents", "role"}
+func (s *Service) orgChart(ctx context.Context, sub *tools.Subject) (orgChart, error) {
+	if sub.Agent == nil {
+		return orgChart{sub: sub}, nil
+	}
+	all, err := s.dirs.ListAgents(ctx, sub.Tenant.ID)
+	if err != nil {
+		return orgChart{}, err
+	}
+	return orgChart{sub: sub, all: all}, nil
+}
+
+// mayActOn refuses an AI employee acting on an employee it has no
+// delegation relationship with, as the org chart stood before the call.
+func (o orgChart) mayActOn(target identity.Agent, what string) error {
+	if o.sub.Agent == nil || Related(o.sub.Tenant.Settings.Delegation, o.all, o.sub.Agent.ID, target.ID) {
+		return nil
+	}
+	return tools.Refused(tools.EventRelationshipRefused, fmt.Sprintf(
+		"%s %s needs a delegation relationship (same department, reports_to above or below, or a whitelisted pair), and you have none with it", what, target.Name))
+}
+
+// selfRestricted are the fields an AI employee may not send about itself:
+// its place in the org chart (department, reports_to), which the
+// delegation rules read, and its authority.
+var selfRestricted = []string{"department", "reports_to", "db_sources", "db_sources_add", "db_sources_remove", "budget_cents", "role"}
 
 func (s *Service) update(ctx context.Context, c tools.Call) (*tools.Result, error) {
 	name, _ := tools.String(c.Args, "name")
 	tenantID := c.Subject.Tenant.ID
 	target, err := s.byName(ctx, tenantID, name)
+	if err != nil {
+		return nil, err
+	}
+	org, err := s.orgChart(ctx, c.Subject)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +129,7 @@ func (s *Service) update(ctx context.Context, c tools.Call) (*tools.Result, erro
 			return nil, tools.Refused(tools.EventAgentAuthorityRefused, fmt.Sprintf(
 				"an AI employee cannot change its own %s; ask an operator or your manager", strings.Join(sent, ", ")))
 		}
-	} else if err := s.mayActOn(ctx, c.Subject, target, "updating"); err != nil {
+	} else if err := org.mayActOn(target, "updating"); err != nil {
 		return nil, err
 	}
 	if len(c.Args) == 1 {
@@ -120,6 +139,11 @@ func (s *Service) update(ctx context.Context, c tools.Call) (*tools.Result, erro
 	if m, ok := tools.String(c.Args, "reports_to"); ok && m != "" {
 		b, err := s.byName(ctx, tenantID, m)
 		if err != nil {
+			return nil, err
+		}
+		// Re-parenting puts the employee, and everyone below it, under
+		// the new manager: an AI employee needs a relationship with both.
+		if err := org.mayActOn(b, "placing "+target.Name+" under"); err != nil {
 			return nil, err
 		}
 		boss = &b
@@ -196,7 +220,11 @@ func (s *Service) remove(ctx context.Context, c tools.Call) (*tools.Result, erro
 	if me := c.Subject.Agent; me != nil && me.ID == target.ID {
 		return nil, tools.Refused(tools.EventAgentAuthorityRefused, "an AI employee cannot remove itself")
 	}
-	if err := s.mayActOn(ctx, c.Subject, target, "removing"); err != nil {
+	org, err := s.orgChart(ctx, c.Subject)
+	if err != nil {
+		return nil, err
+	}
+	if err := org.mayActOn(target, "removing"); err != nil {
 		return nil, err
 	}
 	if err := s.res.Reserve(ctx, Reservation{TenantID: tenantID, Name: target.Name, AgentID: target.ID, ReservedBy: c.Principal().ID()}); err != nil {

@@ -26,7 +26,7 @@ func (s *Service) Register(reg *tools.Registry) {
 	})
 	reg.Register(tools.Tool{
 		Name: "agent_update", Family: "agents", Scope: identity.ScopeToolsAdmin,
-		Description: "Change an AI employee's department, role, reports_to, budget or db_sources. Refused for your own reports_to, db_sources, budget_cents and role. See " + DocsURL,
+		Description: "Change an AI employee's department, role, reports_to, budget or db_sources. Refused for your own department, reports_to, db_sources, budget_cents and role. See " + DocsURL,
 		Params: []tools.Param{name,
 			{Name: "department", Type: "string", Description: "New department."},
 			{Name: "role", Type: "string", Description: "New role."},

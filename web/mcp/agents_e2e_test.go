@@ -146,9 +146,8 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	require.EqualValues(t, -32003, e["code"])
 	require.Contains(t, e["message"], "cannot change its own budget_cents, role")
 	require.Equal(t, "agent_authority_refused", s.lastAudit(t).Event)
-	// It may change its own department, and its manager may edit it.
-	require.NotContains(t, s.call(t, "ann", "agent_update", `{"name":"ann","department":"platform"}`).result(t), "isError")
-	res = s.call(t, "bo", "agent_update", `{"name":"ann","budget_cents":500,"db_sources_add":["crm"]}`).result(t)
+	// Its manager may edit it.
+	res = s.call(t, "bo", "agent_update", `{"name":"ann","department":"platform","budget_cents":500,"db_sources_add":["crm"]}`).result(t)
 	require.Equal(t, "Updated AI employee ann.", text(t, res))
 	a, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
 	require.NoError(t, err)
@@ -167,8 +166,57 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	// Every call above left exactly one durable audit row.
 	rows, err := s.log.List(ctx, s.tenant.ID, audit.Filter{Limit: 1000})
 	require.NoError(t, err)
-	require.Len(t, rows, 11)
+	require.Len(t, rows, 10)
 	for _, r := range rows {
 		require.False(t, strings.Contains(r.ArgsDigest, "carl"))
 	}
+}
+
+// TestEmployeeCannotLeaveTheDelegationRules: an AI employee cannot move
+// itself into another department, and a refused move leaves it where it
+// was, so it still cannot edit, re-parent or remove the employees there. Nor
+// can it climb under an unrelated employee by re-parenting its own manager:
+// every check of a call reads the org chart as it stood before the call.
+func TestEmployeeCannotLeaveTheDelegationRules(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	refused := func(who, tool, args, event, message string) {
+		t.Helper()
+		e := s.call(t, who, tool, args).rpcErr(t)
+		require.EqualValues(t, -32003, e["code"], "%s %s", tool, args)
+		require.Contains(t, e["message"], message)
+		row := s.lastAudit(t)
+		require.Equal(t, event, row.Event)
+		require.Equal(t, audit.OutcomeRefused, row.Outcome)
+	}
+	ann := func() identity.Agent {
+		a, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
+		require.NoError(t, err)
+		return a
+	}
+
+	refused("ann", "agent_update", `{"name":"ann","department":"sales"}`, "agent_authority_refused", "cannot change its own department")
+	refused("ann", "agent_update", `{"name":"ann","department":"sales","role":"x"}`, "agent_authority_refused", "cannot change its own department, role")
+	require.Equal(t, "eng", ann().Department, "a refused move changes nothing")
+
+	// zed is in sales: ann, still in eng, may not touch it.
+	refused("ann", "agent_update", `{"name":"zed","role":"intern"}`, "relationship_refused", "updating zed needs a delegation relationship")
+	refused("ann", "agent_update", `{"name":"zed","reports_to":"ann"}`, "relationship_refused", "updating zed needs a delegation relationship")
+	refused("ann", "agent_remove", `{"name":"zed"}`, "relationship_refused", "removing zed needs a delegation relationship")
+	// Putting its manager under zed would put ann under zed too.
+	refused("ann", "agent_update", `{"name":"bo","reports_to":"zed"}`, "relationship_refused", "placing bo under zed needs a delegation relationship")
+	bo, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["bo"].ID)
+	require.NoError(t, err)
+	require.Equal(t, "sales", s.agents["zed"].Department)
+	require.NotEqual(t, s.agents["zed"].ID, bo.ReportsTo)
+	z, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["zed"].ID)
+	require.NoError(t, err)
+	require.Equal(t, identity.AgentActive, z.Status)
+	require.Empty(t, z.Role)
+
+	// An operator moves ann; from then on the new department is hers.
+	require.NotContains(t, s.call(t, "op", "agent_update", `{"name":"ann","department":"sales"}`).result(t), "isError")
+	require.NotContains(t, s.call(t, "ann", "agent_update", `{"name":"zed","role":"intern"}`).result(t), "isError")
+	// Re-parenting within reach still works for the manager.
+	require.NotContains(t, s.call(t, "bo", "agent_update", `{"name":"ann","reports_to":"bo"}`).result(t), "isError")
 }
