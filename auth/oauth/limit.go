@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -15,6 +16,9 @@ type Limit struct {
 // SharedLimiter counts events across replicas (storage/redisx.RateLimiter).
 type SharedLimiter interface {
 	Allow(ctx context.Context, key string, n int, per time.Duration) (bool, error)
+	// Reserve counts an event like Allow and returns undo, which takes it
+	// back (an attempt that turned out not to count).
+	Reserve(ctx context.Context, key string, n int, per time.Duration) (undo func(context.Context) error, ok bool, err error)
 }
 
 // limiter enforces one Limit per key. It counts in the shared limiter when
@@ -49,7 +53,35 @@ func (l *limiter) allow(ctx context.Context, key string) bool {
 	return l.allowLocal(key)
 }
 
+// reserve records an event for key like allow and returns undo, which takes
+// the event back: callers count an attempt before its outcome is known (so
+// concurrent attempts cannot overrun the limit) and undo the ones that
+// should not count. undo is never nil.
+func (l *limiter) reserve(ctx context.Context, key string) (undo func(), ok bool) {
+	if l.shared != nil {
+		if u, ok, err := l.shared.Reserve(ctx, l.name+"|"+key, l.limit.N, l.limit.Per); err == nil {
+			return func() {
+				// Best effort: a refund that fails leaves one extra event
+				// counted until the window ends.
+				_ = u(context.WithoutCancel(ctx))
+			}, ok
+		}
+	}
+	w, ok := l.countLocal(key)
+	return func() {
+		l.mu.Lock()
+		w.n--
+		l.mu.Unlock()
+	}, ok
+}
+
 func (l *limiter) allowLocal(key string) bool {
+	_, ok := l.countLocal(key)
+	return ok
+}
+
+// countLocal counts an event in key's current window in memory.
+func (l *limiter) countLocal(key string) (*window, bool) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -66,5 +98,23 @@ func (l *limiter) allowLocal(key string) bool {
 		l.win[key] = w
 	}
 	w.n++
-	return w.n <= l.limit.N
+	return w, w.n <= l.limit.N
+}
+
+// sourceKey is the address a per-source limit counts against: the client
+// address (c.RealIP(), which believes X-Forwarded-For only from trusted
+// proxies), with an IPv6 address reduced to its /64, since one host is
+// routinely given a whole /64 and could otherwise take a fresh address for
+// every attempt.
+func sourceKey(realIP string) string {
+	a, err := netip.ParseAddr(realIP)
+	if err != nil {
+		return realIP
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }

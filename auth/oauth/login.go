@@ -151,7 +151,14 @@ func (s *Server) login(c echo.Context) error {
 		return s.renderLogin(c, t, http.StatusForbidden, d)
 	}
 	email := strings.ToLower(strings.TrimSpace(d.Email))
-	if !s.loginIP.allow(ctx, t.ID.String()+"|"+c.RealIP()) || !s.loginEmail.allow(ctx, t.ID.String()+"|"+email) {
+	// Each attempt is counted before the password is checked, so parallel
+	// guesses cannot overrun the budget, and handed back unless it failed:
+	// the limits count failed sign-ins only.
+	undoIP, okIP := s.loginIP.reserve(ctx, t.ID.String()+"|"+sourceKey(c.RealIP()))
+	undoEmail, okEmail := s.loginEmail.reserve(ctx, t.ID.String()+"|"+email)
+	undo := func() { undoIP(); undoEmail() }
+	if !okIP || !okEmail {
+		undo()
 		s.log.WarnContext(ctx, "sign-in rate limited", "tenant", t.ID, "ip", c.RealIP())
 		d.Error = "Too many sign-in attempts. Wait a few minutes and try again."
 		return s.renderLogin(c, t, http.StatusTooManyRequests, d)
@@ -162,6 +169,7 @@ func (s *Server) login(c echo.Context) error {
 		d.Error = "Wrong email or password."
 		return s.renderLogin(c, t, http.StatusUnauthorized, d)
 	}
+	undo()
 	if err != nil {
 		s.log.ErrorContext(ctx, "sign in", "tenant", t.ID, "err", err)
 		d.Error = "Signing in is unavailable right now. Try again soon."

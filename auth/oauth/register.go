@@ -35,14 +35,32 @@ type RegistrationResponse struct {
 
 const maxRegistrationBytes = 64 << 10
 
-// registerClient is RFC 7591 dynamic registration, rate limited per tenant.
+// registerClient is RFC 7591 dynamic registration. Anyone may register, so
+// the limits must not let one party lock the tenant's real clients out:
+// attempts are limited per source address, and only registrations that
+// created a client count toward the tenant's much higher ceiling (which
+// bounds storage, and which one address alone can never reach).
 func (s *Server) registerClient(c echo.Context) error {
 	ctx := c.Request().Context()
 	t, _ := auth.TenantFrom(ctx)
-	if !s.register.allow(ctx, t.ID.String()) {
+	if !s.register.allow(ctx, t.ID.String()+"|"+sourceKey(c.RealIP())) {
+		s.log.WarnContext(ctx, "client registration rate limited", "tenant", t.ID, "ip", c.RealIP())
+		c.Response().Header().Set("Retry-After", "600")
+		return c.JSON(http.StatusTooManyRequests, oauthError("too_many_requests", "too many client registrations from your address; try again later"))
+	}
+	undo, ok := s.registerCeiling.reserve(ctx, t.ID.String())
+	if !ok {
+		undo()
+		s.log.WarnContext(ctx, "client registration ceiling reached", "tenant", t.ID)
 		c.Response().Header().Set("Retry-After", "600")
 		return c.JSON(http.StatusTooManyRequests, oauthError("too_many_requests", "too many client registrations for this tenant; try again later"))
 	}
+	created := false
+	defer func() {
+		if !created {
+			undo()
+		}
+	}()
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxRegistrationBytes+1))
 	if err != nil || len(body) > maxRegistrationBytes {
 		return c.JSON(http.StatusBadRequest, oauthError("invalid_client_metadata", "the registration body is unreadable or too large"))
@@ -63,6 +81,7 @@ func (s *Server) registerClient(c echo.Context) error {
 		s.log.ErrorContext(ctx, "register client", "tenant", t.ID, "err", err)
 		return c.JSON(http.StatusServiceUnavailable, oauthError("temporarily_unavailable", "registration failed; retry"))
 	}
+	created = true
 	s.log.InfoContext(ctx, "client registered", "tenant", t.ID, "client", cl.ID, "redirect_uris", cl.RedirectURIs)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusCreated, registrationResponse(cl, secret))

@@ -34,11 +34,19 @@ type Config struct {
 	// secret is created once in Postgres and shared by every replica.
 	HMACSecret []byte
 	// Fetcher configures Client ID Metadata Document fetching.
-	Fetcher       FetcherConfig
-	MetadataTTL   time.Duration // how long a fetched document is trusted [1h]
-	LoginLimit    Limit         // sign-in attempts per tenant and address, and per tenant and email [10 per 5m]
-	RegisterLimit Limit         // dynamic registrations per tenant [20 per hour]
-	FetchLimit    Limit         // metadata document fetches per tenant [60 per minute]
+	Fetcher     FetcherConfig
+	MetadataTTL time.Duration // how long a fetched document is trusted [1h]
+	// LoginLimit bounds failed sign-ins per tenant and source address,
+	// and per tenant and email [10 per 5m]; a successful sign-in does not
+	// count.
+	LoginLimit Limit
+	// RegisterLimit bounds dynamic registration attempts per tenant and
+	// source address (an IPv6 /64 counts as one address) [20 per hour].
+	RegisterLimit Limit
+	// RegisterCeiling bounds the clients dynamic registration creates per
+	// tenant, from every address together [1000 per hour].
+	RegisterCeiling Limit
+	FetchLimit      Limit // metadata document fetches per tenant [60 per minute]
 	// Limiter shares rate limit counts between replicas (Redis); nil
 	// counts in each replica's memory.
 	Limiter SharedLimiter
@@ -64,6 +72,9 @@ func (c *Config) defaults() {
 	if c.RegisterLimit.N == 0 {
 		c.RegisterLimit = Limit{N: 20, Per: time.Hour}
 	}
+	if c.RegisterCeiling.N == 0 {
+		c.RegisterCeiling = Limit{N: 1000, Per: time.Hour}
+	}
 }
 
 // Server is the authorization server of every tenant.
@@ -78,8 +89,11 @@ type Server struct {
 	csrfKey    []byte
 	loginIP    *limiter
 	loginEmail *limiter
-	register   *limiter
-	now        func() time.Time
+	// register counts registration attempts per tenant and source;
+	// registerCeiling counts the clients they created per tenant.
+	register        *limiter
+	registerCeiling *limiter
+	now             func() time.Time
 }
 
 // New builds the server. It reads (or creates) the shared HMAC secret.
@@ -98,7 +112,7 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 	urls := auth.NewURLs(cfg.BaseURL)
 	s := &Server{cfg: cfg, urls: urls, store: store, identity: ids, log: log, now: time.Now,
 		loginIP: newLimiter("login-ip", cfg.LoginLimit, cfg.Limiter), loginEmail: newLimiter("login-email", cfg.LoginLimit, cfg.Limiter),
-		register: newLimiter("register", cfg.RegisterLimit, cfg.Limiter)}
+		register: newLimiter("register-source", cfg.RegisterLimit, cfg.Limiter), registerCeiling: newLimiter("register-tenant", cfg.RegisterCeiling, cfg.Limiter)}
 	// Derive separate keys so the whole configured secret counts, whatever
 	// its length, and the CSRF key never equals the token key.
 	hmacKey := sha256.Sum256(append([]byte("visor oauth hmac\x00"), secret...))

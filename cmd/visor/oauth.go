@@ -10,6 +10,7 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/web/api"
 	"github.com/visorhq/visor/worker"
 )
@@ -62,13 +63,22 @@ func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resol
 	return []api.Resource{api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds)}, nil
 }
 
-// oauthServer builds the authorization server for baseURL.
+// oauthServer builds the authorization server for baseURL. Its sign-in,
+// registration and fetch limits count in Redis, so every replica draws on
+// one budget.
 func (a *app) oauthServer(ctx context.Context, baseURL string) (*oauth.Server, error) {
-	return oauth.New(ctx, oauth.Config{
+	cfg := oauth.Config{
 		BaseURL: baseURL, HMACSecret: []byte(a.cfg.OAuth.HMACSecret), AccessTokenTTL: a.cfg.OAuth.AccessTokenTTL,
 		RefreshTokenTTL: a.cfg.OAuth.RefreshTokenTTL, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: a.cfg.OAuth.CIMDDevHosts},
-	}, a.stores.credentials, a.ids, a.log.With("area", "oauth"))
+	}
+	if a.rdb != nil {
+		cfg.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
+	}
+	return oauth.New(ctx, cfg, a.stores.credentials, a.ids, a.log.With("area", "oauth"))
 }
+
+// rateLimitPrefix starts every rate limit key in Redis.
+const rateLimitPrefix = "visor:rl:"
 
 // registerOAuthJobs schedules the cleanup of expired codes, tokens and
 // sessions.

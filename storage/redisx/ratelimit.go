@@ -28,6 +28,15 @@ func NewRateLimiter(rdb *redis.Client, prefix string) *RateLimiter {
 // reports whether at most n events happened in it. An error means Redis
 // could not count; callers fall back to a local limit.
 func (l *RateLimiter) Allow(ctx context.Context, key string, n int, per time.Duration) (bool, error) {
+	_, ok, err := l.Reserve(ctx, key, n, per)
+	return ok, err
+}
+
+// Reserve is Allow for an event that may turn out not to count (a sign-in
+// that succeeds is not a failed attempt): it records the event and returns
+// undo, which takes it back from the window it was counted in, even after
+// that window has moved on.
+func (l *RateLimiter) Reserve(ctx context.Context, key string, n int, per time.Duration) (undo func(context.Context) error, ok bool, err error) {
 	sum := sha256.Sum256([]byte(key))
 	window := l.now().UnixNano() / int64(per)
 	k := l.prefix + hex.EncodeToString(sum[:16]) + ":" + strconv.FormatInt(window, 10)
@@ -37,7 +46,17 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, n int, per time.Dur
 	incr := pipe.Incr(ctx, k)
 	pipe.ExpireNX(ctx, k, per)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return false, err
+		return nil, false, err
 	}
-	return incr.Val() <= int64(n), nil
+	return func(ctx context.Context) error { return l.refund(ctx, k) }, incr.Val() <= int64(n), nil
+}
+
+// decrExisting decrements a window's count only while the window still
+// exists, so a late refund never leaves a count behind without an expiry.
+var decrExisting = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0`)
+
+func (l *RateLimiter) refund(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	return decrExisting.Run(ctx, l.rdb, []string{key}).Err()
 }

@@ -34,3 +34,28 @@ func TestRateLimiterIsShared(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "another key has its own count")
 }
+
+// TestRateLimiterRefund shows a refunded event no longer counts, on any
+// replica.
+func TestRateLimiterRefund(t *testing.T) {
+	t.Parallel()
+	c := redistest.New(t)
+	prefix := redistest.Prefix(t)
+	a := redisx.NewRateLimiter(c.Client, prefix)
+	b := redisx.NewRateLimiter(c.Client, prefix)
+	ctx := context.Background()
+	for i := range 10 {
+		undo, ok, err := a.Reserve(ctx, "t|bob", 2, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok, "refunded event %d", i)
+		require.NoError(t, undo(ctx))
+	}
+	for range 2 {
+		ok, err := b.Allow(ctx, "t|bob", 2, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	ok, err := a.Allow(ctx, "t|bob", 2, time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "the third kept event is over the limit")
+}

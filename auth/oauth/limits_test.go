@@ -1,0 +1,37 @@
+package oauth_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/storage/redisx"
+	"github.com/visorhq/visor/storage/redisx/redistest"
+)
+
+// TestSuccessfulSignInsDoNotCountAsFailures: the sign-in limit counts failed
+// attempts only (in Redis, as in production), so a member who signs in
+// often never locks themself out, while guesses still run out.
+func TestSuccessfulSignInsDoNotCountAsFailures(t *testing.T) {
+	t.Parallel()
+	rl := redisx.NewRateLimiter(redistest.New(t).Client, redistest.Prefix(t))
+	e := newEnv(t, func(c *oauth.Config) { c.LoginLimit = oauth.Limit{N: 3, Per: time.Hour}; c.Limiter = rl })
+	for range 6 {
+		b := e.browser()
+		e.login(b, "acme", b.get(e.base+"/t/acme/login"), "alice@acme.test")
+	}
+	b := e.browser()
+	csrf := field(t, csrfRE, b.get(e.base+"/t/acme/login").body)
+	wrong := url.Values{"csrf_token": {csrf}, "email": {"alice@acme.test"}, "password": {"not the password"}}
+	for i := range 3 {
+		res := b.post(e.base+"/t/acme/login", wrong, e.base)
+		require.Equal(t, http.StatusUnauthorized, res.status, "failure %d is within the budget of 3, after 6 successes", i+1)
+	}
+	right := url.Values{"csrf_token": {csrf}, "email": {"alice@acme.test"}, "password": {password}}
+	res := b.post(e.base+"/t/acme/login", right, e.base)
+	require.Equal(t, http.StatusTooManyRequests, res.status, "after 3 failures even the right password waits")
+}
