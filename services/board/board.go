@@ -176,8 +176,9 @@ type Store interface {
 	Within(ctx context.Context, tenantID, id, root uuid.UUID) (bool, error)
 	// AddActivity writes an entry to an existing task.
 	AddActivity(ctx context.Context, a *Activity) error
-	// ListActivity returns a task's entries, newest first, at most limit.
-	ListActivity(ctx context.Context, tenantID, taskID uuid.UUID, limit int) ([]Activity, error)
+	// ListActivity returns a task's entries, newest first, at most limit,
+	// after a position when after is set.
+	ListActivity(ctx context.Context, tenantID, taskID uuid.UUID, after *Position, limit int) ([]Activity, error)
 
 	RoutineStore
 	ReminderStore

@@ -68,3 +68,20 @@ func (s *Service) reminderRun(r Reminder) Run {
 		OriginID: r.ID, Tags: []string{}}
 	return Run{Task: &t, Wakeup: rounds.New(r.TenantID, r.AgentID, t.ID, rounds.Reminder, data)}
 }
+
+// CancelReminder cancels a pending reminder the caller may act on (the
+// employee it wakes, or one related to it). Errors: NotFound, Conflict
+// for one already fired or cancelled, relationship refusals.
+func (s *Service) CancelReminder(ctx context.Context, a Actor, id uuid.UUID) (Reminder, error) {
+	r, err := s.store.Reminder(ctx, a.Tenant.ID, id)
+	if fault.Is(err, fault.NotFound) {
+		return r, fault.New(fault.NotFound, "no reminder has id %s", id)
+	}
+	if err != nil {
+		return r, err
+	}
+	if err := s.mayActFor(ctx, a, r.AgentID, "cancelling a reminder of another AI employee"); err != nil {
+		return Reminder{}, err
+	}
+	return s.store.CancelReminder(ctx, a.Tenant.ID, id)
+}

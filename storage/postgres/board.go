@@ -243,9 +243,11 @@ func (s *BoardStore) AddActivity(ctx context.Context, a *board.Activity) error {
 }
 
 // ListActivity returns a task's entries, newest first.
-func (s *BoardStore) ListActivity(ctx context.Context, tenantID, taskID uuid.UUID, limit int) ([]board.Activity, error) {
+func (s *BoardStore) ListActivity(ctx context.Context, tenantID, taskID uuid.UUID, after *board.Position, limit int) ([]board.Activity, error) {
+	t, id := afterArgs(after)
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+activityCols+` FROM task_activity WHERE tenant_id = $1 AND task_id = $2
-		ORDER BY created_at DESC, id DESC LIMIT $3`, tenantID, taskID, limit)
+		AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) ORDER BY created_at DESC, id DESC LIMIT $5`,
+		tenantID, taskID, t, id, limit)
 	if err != nil {
 		return nil, err
 	}

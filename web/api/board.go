@@ -1,0 +1,344 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/services/board"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
+)
+
+// Board is the admin API of the task board: operators create and change
+// tasks and goals (acceptance criteria included, which no MCP caller may
+// set), assign them, comment on them, and manage routines and reminders.
+// Operators are unrestricted by the record relationship rules; everything
+// else about a change (wake-ups, ended grants, retired ephemeral
+// employees) happens exactly as through the MCP tools. Add it with API.Add.
+type Board struct{ svc *board.Service }
+
+// NewBoard returns the board resource.
+func NewBoard(svc *board.Service) Board { return Board{svc: svc} }
+
+// Operations lists the board routes: tasks here, routines and reminders in
+// board_schedule.go.
+func (r Board) Operations() []Operation {
+	return append(r.taskOperations(), r.scheduleOperations()...)
+}
+
+// NewTask is the body of POST /tenants/{tenant}/tasks.
+type NewTask struct {
+	// Kind is task (default) or goal.
+	Kind               string     `json:"kind,omitempty"`
+	Title              string     `json:"title"`
+	Description        string     `json:"description,omitempty"`
+	AcceptanceCriteria string     `json:"acceptance_criteria,omitempty"`
+	ParentTaskID       *uuid.UUID `json:"parent_task_id,omitempty"`
+	AssigneeID         *uuid.UUID `json:"assignee_id,omitempty"`
+	Tags               []string   `json:"tags,omitempty"`
+}
+
+// TaskPatch is the body of PATCH /tenants/{tenant}/tasks/{task}; absent
+// fields stay. assignee_id null unassigns. status moves a task between
+// open, in_progress and cancelled (open or in_progress unblocks it); use
+// the complete and block routes for done and blocked.
+type TaskPatch struct {
+	Title              *string    `json:"title,omitempty"`
+	Description        *string    `json:"description,omitempty"`
+	AcceptanceCriteria *string    `json:"acceptance_criteria,omitempty"`
+	Status             *string    `json:"status,omitempty"`
+	AssigneeID         OptionalID `json:"assignee_id,omitzero"`
+	Tags               *[]string  `json:"tags,omitempty"`
+}
+
+// TaskList is a page of tasks, newest first.
+type TaskList struct {
+	Tasks      []board.Task `json:"tasks"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// CompleteTask is the optional body of POST .../tasks/{task}/complete.
+type CompleteTask struct {
+	Summary string `json:"summary,omitempty"`
+}
+
+// BlockTask is the body of POST .../tasks/{task}/block.
+type BlockTask struct {
+	Reason string `json:"reason"`
+}
+
+// NewComment is the body of POST .../tasks/{task}/activity.
+type NewComment struct {
+	Text string `json:"text"`
+}
+
+// ActivityList is a page of a task's activity, newest first.
+type ActivityList struct {
+	Activity   []board.Activity `json:"activity"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
+var taskFilters = []QueryParam{
+	{Name: "status", Type: "string", Description: "Only tasks in this status.", Enum: []string{"open", "in_progress", "blocked", "done", "cancelled"}},
+	{Name: "kind", Type: "string", Description: "Only tasks or only goals.", Enum: []string{"task", "goal"}},
+	{Name: "assignee_id", Type: "string", Description: "Only tasks assigned to this AI employee."},
+	{Name: "parent_task_id", Type: "string", Description: "Only the sub-tasks of this task."},
+	{Name: "tag", Type: "string", Description: "Only tasks carrying this tag."},
+}
+
+func (r Board) taskOperations() []Operation {
+	return []Operation{
+		{Method: http.MethodGet, Path: "/tenants/:tenant/tasks", ID: "listTasks", Tag: "board", Needs: identity.ReadTenant,
+			Summary: "List tasks and goals, newest first, with filters", Query: append(taskFilters, PageParams...),
+			Response: TaskList{}, Handler: r.listTasks},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks", ID: "createTask", Tag: "board", Needs: identity.ManageAgents,
+			Summary: "Create a task or goal, with acceptance criteria, a parent and an assignee (who is woken)", Request: NewTask{},
+			Response: board.Task{}, Status: http.StatusCreated, Handler: r.createTask},
+		{Method: http.MethodGet, Path: "/tenants/:tenant/tasks/:task", ID: "getTask", Tag: "board", Needs: identity.ReadTenant,
+			Summary: "Read a task or goal", Response: board.Task{}, Handler: r.getTask},
+		{Method: http.MethodPatch, Path: "/tenants/:tenant/tasks/:task", ID: "updateTask", Tag: "board", Needs: identity.ManageAgents,
+			Summary: "Change a task's title, description, acceptance criteria, status, assignee or tags", Request: TaskPatch{},
+			Response: board.Task{}, Handler: r.updateTask},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks/:task/complete", ID: "completeTask", Tag: "board", Needs: identity.ManageAgents,
+			Summary: "Mark a task done: its task-scoped grants and rounds end, its ephemeral employees retire", Request: CompleteTask{},
+			Response: board.Task{}, Handler: r.completeTask},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks/:task/block", ID: "blockTask", Tag: "board", Needs: identity.ManageAgents,
+			Summary: "Mark a task blocked, with the reason; unblocking it (PATCH status) wakes its assignee", Request: BlockTask{},
+			Response: board.Task{}, Handler: r.blockTask},
+		{Method: http.MethodGet, Path: "/tenants/:tenant/tasks/:task/activity", ID: "listTaskActivity", Tag: "board", Needs: identity.ReadTenant,
+			Summary: "List a task's comments and changes, newest first", Query: PageParams, Response: ActivityList{}, Handler: r.listActivity},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks/:task/activity", ID: "commentOnTask", Tag: "board", Needs: identity.ManageAgents,
+			Summary: "Post a comment to a task's activity", Request: NewComment{}, Response: board.Activity{},
+			Status: http.StatusCreated, Handler: r.comment},
+	}
+}
+
+// actor is the operator calling the admin API, as the board sees it.
+func actor(c echo.Context) board.Actor { return board.Operator(principal(c), tenant(c)) }
+
+// boardErr turns a record relationship refusal, which an operator meets
+// only in the rules that bind everyone, into a 403.
+func boardErr(err error) error {
+	var refusal *tools.RefusalError
+	if errors.As(err, &refusal) {
+		return fault.New(fault.Forbidden, "%s", refusal.Decision.Reason)
+	}
+	return err
+}
+
+func (r Board) listTasks(c echo.Context) error {
+	page, err := ReadPage(c)
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	f := board.TaskFilter{Status: board.Status(q.Get("status")), Kind: board.Kind(q.Get("kind")), Tag: q.Get("tag"), Limit: page.Limit + 1}
+	if f.Status != "" && !f.Status.Valid() {
+		return fault.New(fault.Invalid, "status must be open, in_progress, blocked, done or cancelled")
+	}
+	if f.Kind != "" && f.Kind != board.KindTask && f.Kind != board.KindGoal {
+		return fault.New(fault.Invalid, "kind must be task or goal")
+	}
+	if f.Assignee, err = queryID(c, "assignee_id"); err != nil {
+		return err
+	}
+	if f.Parent, err = queryID(c, "parent_task_id"); err != nil {
+		return err
+	}
+	if f.After, err = position(page); err != nil {
+		return err
+	}
+	ts, err := r.svc.Store().ListTasks(c.Request().Context(), tenant(c).ID, f)
+	if err != nil {
+		return err
+	}
+	out := TaskList{}
+	out.Tasks, out.NextCursor = boardPage(ts, page.Limit, board.PositionOf)
+	return c.JSON(http.StatusOK, out)
+}
+
+// boardPage trims rows read with limit+1 to limit, and returns the cursor
+// of the next page: empty when rows held no more than limit.
+func boardPage[T any](rows []T, limit int, pos func(T) board.Position) ([]T, string) {
+	if len(rows) <= limit {
+		return nonNil(rows), ""
+	}
+	rows = rows[:limit]
+	return rows, EncodeCursor(pos(rows[limit-1]))
+}
+
+// position decodes a board list cursor.
+func position(page PageRequest) (*board.Position, error) {
+	var p board.Position
+	ok, err := page.Decode(&p)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if p.ID == uuid.Nil || p.CreatedAt.IsZero() {
+		return nil, fault.New(fault.Invalid, "cursor is not one this API issued")
+	}
+	return &p, nil
+}
+
+// queryID reads an optional UUID query parameter.
+func queryID(c echo.Context, name string) (uuid.UUID, error) {
+	v := strings.TrimSpace(c.QueryParam(name))
+	if v == "" {
+		return uuid.Nil, nil
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, fault.New(fault.Invalid, "%s must be a UUID", name)
+	}
+	return id, nil
+}
+
+func (r Board) createTask(c echo.Context) error {
+	var in NewTask
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	nt := board.NewTask{Kind: board.Kind(in.Kind), Title: in.Title, Description: in.Description,
+		AcceptanceCriteria: in.AcceptanceCriteria, Tags: in.Tags}
+	if in.ParentTaskID != nil {
+		nt.Parent, nt.ParentGiven = *in.ParentTaskID, true
+	}
+	if in.AssigneeID != nil {
+		nt.Assignee = *in.AssigneeID
+	}
+	t, err := r.svc.CreateTask(c.Request().Context(), actor(c), nt)
+	if err != nil {
+		return boardErr(err)
+	}
+	return c.JSON(http.StatusCreated, t)
+}
+
+func (r Board) getTask(c echo.Context) error {
+	id, err := pathID(c, "task")
+	if err != nil {
+		return err
+	}
+	t, err := r.svc.Store().Task(c.Request().Context(), tenant(c).ID, id)
+	if fault.Is(err, fault.NotFound) {
+		return fault.New(fault.NotFound, "no task has id %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+func (r Board) updateTask(c echo.Context) error {
+	id, err := pathID(c, "task")
+	if err != nil {
+		return err
+	}
+	var in TaskPatch
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	ch := board.Change{Title: in.Title, Description: in.Description, AcceptanceCriteria: in.AcceptanceCriteria, Tags: in.Tags}
+	if in.Status != nil {
+		st := board.Status(*in.Status)
+		switch st {
+		case board.Done, board.Blocked:
+			return fault.New(fault.Invalid, "status %s is set with POST .../complete or .../block", st)
+		}
+		ch.Status = &st
+	}
+	if in.AssigneeID.Set {
+		ch.Assignee = &in.AssigneeID.ID
+	}
+	if ch == (board.Change{}) {
+		return fault.New(fault.Invalid, "nothing to change: send at least one field")
+	}
+	t, err := r.svc.UpdateTask(c.Request().Context(), actor(c), id, ch)
+	if err != nil {
+		return boardErr(err)
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+func (r Board) completeTask(c echo.Context) error {
+	id, err := pathID(c, "task")
+	if err != nil {
+		return err
+	}
+	var in CompleteTask
+	if err := decodeOptional(c, &in); err != nil {
+		return err
+	}
+	t, err := r.svc.Complete(c.Request().Context(), actor(c), id, in.Summary)
+	if err != nil {
+		return boardErr(err)
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+func (r Board) blockTask(c echo.Context) error {
+	id, err := pathID(c, "task")
+	if err != nil {
+		return err
+	}
+	var in BlockTask
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	t, err := r.svc.Block(c.Request().Context(), actor(c), id, in.Reason)
+	if err != nil {
+		return boardErr(err)
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+func (r Board) listActivity(c echo.Context) error {
+	id, err := pathID(c, "task")
+	if err != nil {
+		return err
+	}
+	page, err := ReadPage(c)
+	if err != nil {
+		return err
+	}
+	after, err := position(page)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := r.svc.Store().Task(ctx, tenant(c).ID, id); err != nil {
+		if fault.Is(err, fault.NotFound) {
+			return fault.New(fault.NotFound, "no task has id %s", id)
+		}
+		return err
+	}
+	as, err := r.svc.Store().ListActivity(ctx, tenant(c).ID, id, after, page.Limit+1)
+	if err != nil {
+		return err
+	}
+	out := ActivityList{}
+	out.Activity, out.NextCursor = boardPage(as, page.Limit, func(a board.Activity) board.Position {
+		return board.Position{CreatedAt: a.CreatedAt, ID: a.ID}
+	})
+	return c.JSON(http.StatusOK, out)
+}
+
+func (r Board) comment(c echo.Context) error {
+	id, err := pathID(c, "task")
+	if err != nil {
+		return err
+	}
+	var in NewComment
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	e, err := r.svc.Post(c.Request().Context(), actor(c), id, in.Text)
+	if err != nil {
+		return boardErr(err)
+	}
+	return c.JSON(http.StatusCreated, e)
+}
