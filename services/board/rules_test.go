@@ -290,3 +290,112 @@ func TestRoutineNamesActOnExactlyOne(t *testing.T) {
 	_, err = f.svc.RunRoutine(f.ctx, f.gilA, b.ID.String())
 	code(t, err, "not_found", "another tenant's routine")
 }
+
+// TestTheRestOfTheRulesByEveryCallerKind covers the rules
+// TestRecordRelationshipRules leaves out, each with every kind of caller:
+// the operator, an employee that holds the record or is related to its
+// holder, an unrelated employee, and an external client (a principal that
+// owns no record).
+func TestTheRestOfTheRulesByEveryCallerKind(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	packet := `{"goal":"finish it"}`
+	handoff := func(f *fixture, a board.Actor, tk board.Task) error {
+		_, err := f.svc.Handoff(f.ctx, a, tk.ID, f.cy.ID, packet)
+		return err
+	}
+	spawn := func(f *fixture, a board.Actor, tk board.Task) error {
+		_, _, err := f.svc.Spawn(f.ctx, a, tk.ID, "", "")
+		return err
+	}
+	messageUnder := func(f *fixture, a board.Actor, tk board.Task) error {
+		_, err := f.svc.Message(f.ctx, a, f.ada.ID, "see this", tk.ID)
+		return err
+	}
+	onBobsGoal := func(fn func(f *fixture, a board.Actor, tk board.Task) error) func(*testing.T, *fixture, board.Actor) error {
+		return func(t *testing.T, f *fixture, a board.Actor) error {
+			return fn(f, a, f.task(t, "bob's goal", f.bob.ID, board.KindGoal))
+		}
+	}
+	renameGoal := func(f *fixture, a board.Actor, tk board.Task) error {
+		_, err := f.svc.UpdateTask(f.ctx, a, tk.ID, board.Change{Description: str("new scope")})
+		return err
+	}
+	criteria := func(f *fixture, a board.Actor, tk board.Task) error {
+		_, err := f.svc.UpdateTask(f.ctx, a, tk.ID, board.Change{AcceptanceCriteria: str("all green")})
+		return err
+	}
+	claimThenUpdate := func(t *testing.T, f *fixture, a board.Actor) error {
+		tk := f.task(t, "nobody's", uuid.Nil, board.KindTask)
+		if _, err := f.svc.Claim(f.ctx, a, tk.ID); err != nil {
+			return err
+		}
+		return update(f, a, tk)
+	}
+	rules := []rule{
+		// team_handoff follows tasks_update's rule.
+		{"handoff: operator", op, onBobsTask(handoff), true},
+		{"handoff: assignee", bob, onBobsTask(handoff), true},
+		{"handoff: related", ada, onBobsTask(handoff), true},
+		{"handoff: unrelated", cy, onBobsTask(handoff), false},
+		{"handoff: external", ext, onBobsTask(handoff), false},
+		{"handoff: unclaimed", ada, unassigned(handoff), false},
+		// spawn_agent works on a task the caller may touch.
+		{"spawn: assignee", bob, onBobsTask(spawn), true},
+		{"spawn: related", ada, onBobsTask(spawn), true},
+		{"spawn: unrelated", cy, onBobsTask(spawn), false},
+		{"spawn: external", ext, onBobsTask(spawn), false},
+		// send_to_agent under a task needs a relationship to that task.
+		{"message under: operator", op, onBobsTask(messageUnder), true},
+		{"message under: assignee", bob, onBobsTask(messageUnder), true},
+		{"message under: unrelated", cy, onBobsTask(messageUnder), false},
+		{"message under: external", ext, onBobsTask(messageUnder), false},
+		// A goal's title and description: operators only.
+		{"goal text: operator", op, onBobsGoal(renameGoal), true},
+		{"goal text: assignee", bob, onBobsGoal(renameGoal), false},
+		{"goal text: related", ada, onBobsGoal(renameGoal), false},
+		{"goal text: unrelated", cy, onBobsGoal(renameGoal), false},
+		{"goal text: external", ext, onBobsGoal(renameGoal), false},
+		// acceptance_criteria: refused to every MCP caller.
+		{"criteria: operator through MCP", op, onBobsTask(criteria), false},
+		{"criteria: assignee", bob, onBobsTask(criteria), false},
+		{"criteria: related", ada, onBobsTask(criteria), false},
+		{"criteria: unrelated", cy, onBobsTask(criteria), false},
+		{"criteria: external", ext, onBobsTask(criteria), false},
+		// An unassigned, unclaimed task: claimed first, then changed.
+		{"claim first: employee", cy, claimThenUpdate, true},
+		{"claim first: external", ext, claimThenUpdate, false},
+	}
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			err := r.run(t, f, r.actor(f))
+			if r.allowed {
+				require.NoError(t, err)
+				return
+			}
+			refused(t, err)
+		})
+	}
+	api := f.op
+	api.MCP = false
+	goal := f.task(t, "set by the admin API", f.bob.ID, board.KindGoal)
+	_, err := f.svc.UpdateTask(f.ctx, api, goal.ID, board.Change{AcceptanceCriteria: str("all green"), Title: str("renamed")})
+	require.NoError(t, err, "operators set acceptance criteria and goal text through the admin API")
+	_, err = f.svc.Claim(f.ctx, f.op, goal.ID)
+	code(t, err, "invalid_argument", "an operator assigns rather than claims")
+
+	r, err := f.svc.CreateRoutine(f.ctx, f.op, board.NewRoutine{Name: "weekly", Schedule: "@weekly", Agent: f.bob.ID})
+	require.NoError(t, err)
+	_, err = f.svc.DeleteRoutine(f.ctx, f.ext, r.ID.String())
+	refused(t, err, "external deleting a routine")
+	_, err = f.svc.DeleteRoutine(f.ctx, f.adaA, r.ID.String())
+	require.NoError(t, err, "a related employee deletes it")
+	rem, err := f.svc.CreateReminder(f.ctx, f.op, board.NewReminder{Agent: f.bob.ID, Text: "x", DueAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = f.svc.CancelReminder(f.ctx, f.cyA, rem.ID)
+	refused(t, err, "an unrelated employee cancelling bob's reminder")
+	_, err = f.svc.CancelReminder(f.ctx, f.ext, rem.ID)
+	refused(t, err, "external cancelling a reminder")
+	_, err = f.svc.CancelReminder(f.ctx, f.bobA, rem.ID)
+	require.NoError(t, err, "bob cancels his own reminder")
+}
