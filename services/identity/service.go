@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,11 +21,15 @@ type Service struct {
 	pub   changes.Publisher
 	log   *slog.Logger
 	now   func() time.Time
+
+	// verify checks a password against a stored hash (VerifySecret; tests
+	// count its calls).
+	verify func(hash, secret string) bool
 }
 
 // NewService returns a Service. pub may be changes.Discard{}.
 func NewService(store Store, pub changes.Publisher, log *slog.Logger) *Service {
-	return &Service{store: store, pub: pub, log: log, now: time.Now}
+	return &Service{store: store, pub: pub, log: log, now: time.Now, verify: VerifySecret}
 }
 
 // Store returns the underlying store for read paths.
@@ -80,17 +85,29 @@ func (s *Service) UpdateTenant(ctx context.Context, id uuid.UUID, fn func(*Tenan
 }
 
 // Authenticate returns the member with email whose password matches. Every
-// failure is the same fault.Unauthorized, so callers cannot probe emails.
+// failure is the same fault.Unauthorized, and takes the same time: when no
+// member has the email (or the member has no password), the password is
+// compared with a dummy hash all the same, so neither the answer nor its timing
+// tells a caller who is a member.
 func (s *Service) Authenticate(ctx context.Context, tenantID uuid.UUID, email, password string) (Member, error) {
 	m, err := s.store.MemberByEmail(ctx, tenantID, strings.ToLower(strings.TrimSpace(email)))
 	if err != nil && !fault.Is(err, fault.NotFound) {
 		return Member{}, err
 	}
-	if err != nil || !VerifySecret(m.PasswordHash, password) {
+	hash := m.PasswordHash
+	if err != nil || hash == "" {
+		hash = dummyHash()
+	}
+	if !s.verify(hash, password) || err != nil || m.PasswordHash == "" {
 		return Member{}, fault.New(fault.Unauthorized, "wrong email or password")
 	}
 	return m, nil
 }
+
+// dummyHash is what a sign-in for no member is compared with: a hash made
+// with the same parameters as members' passwords, of a secret nobody sends
+// (its random salt makes any password miss it).
+var dummyHash = sync.OnceValue(func() string { return HashSecret("no member has this password") })
 
 func checkPassword(p string) error {
 	if len(p) < 10 || len(p) > 256 {
