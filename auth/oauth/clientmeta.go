@@ -9,6 +9,7 @@ import (
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/validtext"
 )
 
 // ClientMetadata is the RFC 7591 client metadata Visor reads, from a
@@ -119,9 +120,13 @@ func checkMetadataURL(id string) (*url.URL, error) {
 }
 
 // ParseClientMetadataDocument parses and validates a Client ID Metadata
-// Document fetched from id. The document must name id as its client_id,
+// Document fetched from id. The document must be storable text (UTF-8, no
+// NUL), name id as its client_id,
 // hold no secret, and authenticate with "none".
 func ParseClientMetadataDocument(id string, body []byte) (credentials.Client, error) {
+	if err := validtext.JSON(body); err != nil {
+		return credentials.Client{}, fault.New(fault.Invalid, "the client metadata document %s", err)
+	}
 	var m ClientMetadata
 	if err := json.Unmarshal(body, &m); err != nil {
 		return credentials.Client{}, fault.New(fault.Invalid, "the client metadata document is not a JSON object")

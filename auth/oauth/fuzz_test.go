@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/services/validtext"
 )
 
 // FuzzParseClientMetadataDocument feeds untrusted documents to the CIMD
@@ -18,6 +19,7 @@ func FuzzParseClientMetadataDocument(f *testing.F) {
 	f.Add(id, []byte(`{"client_id":"https://client.example/meta.json","redirect_uris":["http://127.0.0.1:33418/cb"],"grant_types":["authorization_code","refresh_token"],"scope":"tools:read"}`))
 	f.Add(id, []byte(`{"client_id":"https://client.example/meta.json","redirect_uris":["javascript:alert(1)"]}`))
 	f.Add(id, []byte(`{"client_id":"https://client.example/meta.json","redirect_uris":["https://c.example/cb"],"client_secret":"x"}`))
+	f.Add(id, []byte(`{"client_id":"https://client.example/meta.json","client_name":"C\u0000","redirect_uris":["https://c.example/cb"]}`))
 	f.Add(id, []byte(`{"client_id":1}`))
 	f.Add(id, []byte(`[]`))
 	f.Add(id, []byte(`null`))
@@ -25,6 +27,9 @@ func FuzzParseClientMetadataDocument(f *testing.F) {
 		c, err := oauth.ParseClientMetadataDocument(id, body)
 		if err != nil {
 			return
+		}
+		if validtext.String(c.Name) != nil || validtext.String(c.ClientURI) != nil {
+			t.Fatalf("accepted text Postgres refuses: %+v", c)
 		}
 		if c.ID != id || !c.Public() || len(c.RedirectURIs) == 0 {
 			t.Fatalf("accepted a bad client: %+v", c)

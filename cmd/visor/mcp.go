@@ -54,6 +54,7 @@ func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Res
 		ResourceMetadata: func(_ *http.Request, slug string) string { return resolver.URLs().ResourceMetadata(slug) },
 	})
 	ep.Register(s.Echo(), resolver.Middleware(""))
+	s.ChecksOwnBody(mcp.Route)
 	s.OnShutdown(ep.Close)
 	return nil
 }

@@ -18,6 +18,7 @@ const (
 	EventUnknownTool           = "unknown_tool"            // no tool has that name
 	EventAgentAuthorityRefused = "agent_authority_refused" // agent_update on oneself
 	EventRelationshipRefused   = "relationship_refused"    // a record relationship check refused it
+	EventInvalidText           = "invalid_text"            // the request held a NUL or invalid UTF-8; refused at the edge
 )
 
 // Decision is the policy's answer for one (principal, tool, inputs).

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/fault"
 )
@@ -35,4 +36,17 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeRefusesTextPostgresCannotStore: the decoder itself refuses, so
+// a handler mounted without web/server's check still never passes a NUL
+// or invalid UTF-8 on to storage.
+func TestDecodeRefusesTextPostgresCannotStore(t *testing.T) {
+	e := echo.New()
+	for _, body := range []string{`{"name":"a\u0000"}`, "{\"name\":\"\xff\"}", `{"name":"\udc00"}`} {
+		c := e.NewContext(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), httptest.NewRecorder())
+		err := decode(c, &NewAgent{})
+		require.Equal(t, fault.Invalid, fault.CodeOf(err), body)
+		require.Contains(t, fault.Message(err), "without NUL characters")
+	}
 }

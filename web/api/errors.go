@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/validtext"
 )
 
 // codeOfStatus names echo's own errors (unknown route, wrong method, body
@@ -83,11 +85,18 @@ func ErrorHandler(_ *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
-// decode reads the JSON body into v. Unknown fields, trailing data and
-// wrong types are fault.Invalid with a message naming the problem; an
+// decode reads the JSON body into v. Text Postgres cannot store (invalid
+// UTF-8, NUL), unknown fields, trailing data and wrong types are fault.Invalid with a message naming the problem; an
 // oversized body is fault.TooLarge.
 func decode(c echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return badJSON(err)
+	}
+	if err := validtext.JSON(raw); err != nil {
+		return fault.New(fault.Invalid, "the request body %s; send UTF-8 text without NUL characters", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badJSON(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/validtext"
 )
 
 // OAuthClients is the admin API of a tenant's OAuth clients: list them
@@ -138,9 +139,9 @@ func (r OAuthClients) revokeConsent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := url.PathUnescape(c.Param("client"))
+	id, err := clientParam(c)
 	if err != nil {
-		return fault.New(fault.NotFound, "consent not found")
+		return err
 	}
 	if err := r.server.RevokeConsent(c.Request().Context(), tenant(c).ID, mid, id); err != nil {
 		return err
@@ -181,12 +182,26 @@ func (r OAuthClients) create(c echo.Context) error {
 }
 
 func (r OAuthClients) remove(c echo.Context) error {
-	id, err := url.PathUnescape(c.Param("client")) // a metadata-document client id is an escaped URL
+	id, err := clientParam(c)
 	if err != nil {
-		return fault.New(fault.NotFound, "client not found")
+		return err
 	}
 	if err := r.server.DeleteClient(c.Request().Context(), tenant(c).ID, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// clientParam is the client id of the path. A metadata-document client id
+// is an escaped URL, so it is unescaped once more than the router does, and
+// checked again: "%2500" passed the edge as text and is a NUL only now.
+func clientParam(c echo.Context) (string, error) {
+	id, err := url.PathUnescape(c.Param("client"))
+	if err != nil {
+		return "", fault.New(fault.Invalid, "the client id in the path is not a valid escaped URL")
+	}
+	if err := validtext.String(id); err != nil {
+		return "", fault.New(fault.Invalid, "the client id in the path %s", err)
+	}
+	return id, nil
 }

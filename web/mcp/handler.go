@@ -120,15 +120,19 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	return h
 }
 
+// Route is the endpoint's echo path. Its handler checks its own bodies for
+// text that cannot be stored (refuseText), to answer in JSON-RPC.
+const Route = "/t/:tenant/mcp"
+
 // Register mounts the endpoint on e at /t/:tenant/mcp behind mw (the
 // principal-resolving middleware of package auth), with CORS for the
 // origins it accepts (see cors.go) outside mw, so that a 401 is readable.
 func (h *Handler) Register(e *echo.Echo, mw ...echo.MiddlewareFunc) {
-	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/t/:tenant/mcp", func(c echo.Context) error {
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, Route, func(c echo.Context) error {
 		h.ServeTenant(c.Response(), c.Request(), c.Param("tenant"))
 		return nil
 	}, append([]echo.MiddlewareFunc{h.corsHeaders}, mw...)...)
-	e.OPTIONS("/t/:tenant/mcp", h.preflight)
+	e.OPTIONS(Route, h.preflight)
 }
 
 // peek is what the endpoint reads from a POST body before the SDK does: the
@@ -187,6 +191,9 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 			note := &callNote{}
 			r = r.WithContext(context.WithValue(r.Context(), callNoteKey{}, note))
 			defer note.annotate(r.Context())
+		}
+		if h.refuseText(w, r, p, &pk, body) {
+			return
 		}
 		if pk.Method == "tools/call" && p.Kind == identity.KindExternal && h.stepUp(w, r, p, &pk, slug) {
 			return

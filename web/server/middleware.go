@@ -33,6 +33,7 @@ func (s *Server) middleware() {
 	s.e.Use(s.observe(newHTTPMetrics(s.reg)))
 	s.e.Use(s.recoverPanic)
 	s.e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: strconv.FormatInt(s.opts.BodyLimit, 10) + "B"}))
+	s.e.Use(s.validInput)
 }
 
 type requestIDKey struct{}

@@ -62,6 +62,7 @@ type Server struct {
 	reg      *prometheus.Registry
 	ln       net.Listener
 	draining atomic.Bool
+	ownBody  map[string]bool // routes whose handlers check their own bodies (ChecksOwnBody)
 }
 
 // New returns a Server with its middleware and the /healthz, /readyz and
@@ -98,7 +99,7 @@ func New(o Options) *Server {
 	if e.HTTPErrorHandler == nil {
 		e.HTTPErrorHandler = plainErrorHandler()
 	}
-	s := &Server{e: e, opts: o, reg: reg}
+	s := &Server{e: e, opts: o, reg: reg, ownBody: map[string]bool{}}
 	s.middleware()
 	s.routes()
 	return s
