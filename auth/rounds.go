@@ -76,16 +76,28 @@ func (r *Rounds) Mint(ctx context.Context, tenantID, agentID, taskID uuid.UUID, 
 	if a.Status != identity.AgentActive {
 		return credentials.RoundToken{}, "", fault.New(fault.Conflict, "agent %s is in the trash", a.Name)
 	}
+	rt, token := r.Prepare(tenantID, agentID, taskID, scopes, ttl)
+	if err := r.store.CreateRoundToken(ctx, &rt); err != nil {
+		return credentials.RoundToken{}, "", err
+	}
+	return rt, token, nil
+}
+
+// Prepare returns a new round token and its bearer string without storing
+// it, for a caller that stores it in its own transaction (the hand-out of
+// a long-poll). Unlike Mint it checks nothing: scopes must be tool scopes
+// (DefaultRoundScopes when empty) and ttl positive.
+func (r *Rounds) Prepare(tenantID, agentID, taskID uuid.UUID, scopes []string, ttl time.Duration) (credentials.RoundToken, string) {
+	if len(scopes) == 0 {
+		scopes = DefaultRoundScopes
+	}
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	secret := base64.RawURLEncoding.EncodeToString(b[:])
 	sum := sha256.Sum256([]byte(secret))
 	rt := credentials.RoundToken{TenantID: tenantID, ID: uuid.New(), AgentID: agentID, TaskID: taskID,
 		Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))), SecretHash: sum[:], ExpiresAt: r.now().Add(ttl)}
-	if err := r.store.CreateRoundToken(ctx, &rt); err != nil {
-		return credentials.RoundToken{}, "", err
-	}
-	return rt, RoundTokenPrefix + hex.EncodeToString(rt.ID[:]) + "_" + secret, nil
+	return rt, RoundTokenPrefix + hex.EncodeToString(rt.ID[:]) + "_" + secret
 }
 
 // Revoke revokes a round token of the tenant and announces it.

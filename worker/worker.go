@@ -54,6 +54,10 @@ type Options struct {
 	// DrainTimeout bounds how long Stop lets running jobs finish before it
 	// cancels them (30 s if zero).
 	DrainTimeout time.Duration
+	// RescueAfter is how long a job may stay running past its own timeout
+	// before the leader hands it to another worker: the jobs of a worker
+	// that was killed (2 min if zero).
+	RescueAfter time.Duration
 }
 
 // Runner works jobs. Start it once; Stop drains it.
@@ -72,12 +76,16 @@ func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
 	}
+	if o.RescueAfter <= 0 {
+		o.RescueAfter = 2 * time.Minute
+	}
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.Concurrency}}
 	for name, n := range maps.All(reg.queues) {
 		queues[name] = river.QueueConfig{MaxWorkers: n}
 	}
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger: riverLogger(o.Logger), Queues: queues, Workers: reg.workers, PeriodicJobs: reg.periodic,
+		RescueStuckJobsAfter: o.RescueAfter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure job runner: %w", err)

@@ -21,9 +21,11 @@ import (
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/lifecycle"
+	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/redisx"
+	"github.com/visorhq/visor/worker"
 )
 
 // app holds the shared dependencies of the long-running commands, built
@@ -42,6 +44,11 @@ type app struct {
 	grants *grants.Service
 	// board is the task board (tasks, routines, reminders, hand-offs).
 	board *board.Service
+	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
+	// jobs; bell wakes this replica's long-polls.
+	rounds *rounds.Service
+	jobs   worker.WakeupQueue
+	bell   *rounds.Bell
 	// life holds what the command started and opened; Close stops it all,
 	// newest first.
 	life lifecycle.Group
@@ -113,6 +120,9 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.stores = newStores(a.db, log)
 	a.ids = identity.NewService(a.stores.identity, a.publisher(), log)
 	a.grants = grants.NewService(a.stores.grants, a.stores.identity, a.publisher(), tools.Match, log)
+	if err := a.newRounds(); err != nil {
+		return nil, err
+	}
 	a.board = a.newBoard()
 	return a, nil
 }

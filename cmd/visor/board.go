@@ -10,11 +10,12 @@ import (
 func (a *app) newBoard() *board.Service {
 	dir := a.stores.identity
 	return board.NewService(board.Deps{
-		Store:     postgres.NewBoardStore(a.db, nil),
+		Store:     postgres.NewBoardStore(a.db, a.jobs),
 		Relations: agents.NewDelegation(dir),
 		Directory: dir,
 		Staff:     a.ids,
 		Grants:    a.grants,
+		Rounds:    a.rounds,
 		Logger:    a.log.With("area", "board"),
 	})
 }

@@ -33,6 +33,7 @@ type Config struct {
 	TrustedProxies    []*net.IPNet  // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
 	MCPOrigins        []string      // VISOR_MCP_ALLOWED_ORIGINS: browser origins that may call the MCP endpoint
 	OAuth             OAuthConfig   // VISOR_OAUTH_* (see oauth.go)
+	Rounds            RoundsConfig  // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -62,6 +63,11 @@ var envVars = []envVar{
 	{"VISOR_OAUTH_ACCESS_TOKEN_TTL", "1h", "lifetime of OAuth access tokens"},
 	{"VISOR_OAUTH_REFRESH_TOKEN_TTL", "720h", "lifetime of OAuth refresh tokens (rotated on every use)"},
 	{"VISOR_OAUTH_CIMD_DEV_HOSTS", "", "development only: comma-separated hosts whose client metadata documents may be fetched from private or loopback addresses"},
+	{"VISOR_WEBHOOK_DEV_HOSTS", "", "development only: comma-separated hosts whose runtime webhook endpoints may use http and private or loopback addresses"},
+	{"VISOR_WEBHOOK_CA_FILE", "", "PEM file of extra certificate authorities trusted for runtime webhook endpoints (private CAs, tests); empty: the system roots"},
+	{"VISOR_WEBHOOK_TIMEOUT", "10s", "how long one webhook delivery to a runtime may take"},
+	{"VISOR_ROUND_TTL", "1h", "the longest a round, and its round token, lives (it ends earlier when its task is finished, blocked or reassigned)"},
+	{"VISOR_WORKER_RESCUE_AFTER", "2m", "how long a job may stay running past its own timeout before another worker takes it over (a killed worker's jobs)"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
 
@@ -158,6 +164,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.OAuth = loadOAuthConfig(get, bad)
+	c.Rounds = loadRoundsConfig(get, bad)
 	return c, errors.Join(errs...)
 }
 

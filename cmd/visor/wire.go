@@ -34,6 +34,9 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 		return err
 	}
 	a.adminAPI(resolver, append(oauthAPI, api.AuditResource(a.stores.audit), api.ReservationsResource(a.stores.reservations))...).Register(s.Echo())
+	if err := a.mountRuntime(ctx, s, resolver); err != nil {
+		return err
+	}
 	return a.mountMCP(ctx, s, resolver)
 }
 
@@ -57,4 +60,5 @@ func (a *app) errorHandler() echo.HTTPErrorHandler { return api.ErrorHandler(a.l
 func (a *app) registerJobs(reg *worker.Registry) {
 	worker.RegisterMaintenance(reg, a.stores.identity)
 	a.registerOAuthJobs(reg)
+	a.registerRoundJobs(reg)
 }

@@ -72,9 +72,13 @@ func runWorker(ctx context.Context, e *env, cfg Config) error {
 func (a *app) startRunner(ctx context.Context) error {
 	reg := worker.NewRegistry()
 	a.registerJobs(reg)
-	r, err := worker.NewRunner(a.db.Pool, reg, worker.Options{Logger: a.log, Concurrency: a.cfg.WorkerConcurrency, DrainTimeout: a.cfg.ShutdownTimeout})
+	r, err := worker.NewRunner(a.db.Pool, reg, worker.Options{Logger: a.log, Concurrency: a.cfg.WorkerConcurrency, DrainTimeout: a.cfg.ShutdownTimeout,
+		RescueAfter: a.cfg.Rounds.RescueAfter})
 	if err != nil {
 		return err
 	}
-	return a.start(ctx, r)
+	if err := a.start(ctx, r); err != nil {
+		return err
+	}
+	return a.startDispatcher(ctx)
 }

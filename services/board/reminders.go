@@ -61,12 +61,16 @@ func (s *Service) CreateReminder(ctx context.Context, a Actor, in NewReminder) (
 func (s *Service) reminderRun(r Reminder) Run {
 	data := rounds.Data{Label: "reminder set by " + r.CreatedBy, Author: r.CreatedBy, Text: r.Text}
 	if r.TaskID != uuid.Nil {
-		return Run{Wakeup: rounds.New(r.TenantID, r.AgentID, r.TaskID, rounds.Reminder, data)}
+		w := rounds.New(r.TenantID, r.AgentID, r.TaskID, rounds.Reminder, data)
+		w.DueAt = r.DueAt
+		return Run{Wakeup: w}
 	}
 	t := Task{ID: uuid.New(), TenantID: r.TenantID, Kind: KindTask, Title: "Reminder", Description: "See the reminder in this round's data.",
 		Status: Open, AssigneeID: r.AgentID, CreatorKind: BySystem, CreatedBy: "reminder:" + r.ID.String(), Origin: FromReminder,
 		OriginID: r.ID, Tags: []string{}}
-	return Run{Task: &t, Wakeup: rounds.New(r.TenantID, r.AgentID, t.ID, rounds.Reminder, data)}
+	w := rounds.New(r.TenantID, r.AgentID, t.ID, rounds.Reminder, data)
+	w.DueAt = r.DueAt
+	return Run{Task: &t, Wakeup: w}
 }
 
 // CancelReminder cancels a pending reminder the caller may act on (the

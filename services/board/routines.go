@@ -197,6 +197,9 @@ func (s *Service) routineRun(r Routine) Run {
 		t.Tags = []string{}
 	}
 	w := rounds.New(r.TenantID, r.AgentID, t.ID, rounds.Routine)
+	if r.NextRunAt != nil && !r.NextRunAt.After(s.now()) {
+		w.DueAt = *r.NextRunAt // the slot it ran for; a run by hand is due when written
+	}
 	if r.Description != "" {
 		w.Data = []rounds.Data{{Label: "routine description, written by " + r.CreatedBy, Author: r.CreatedBy, Text: r.Description}}
 	}

@@ -69,6 +69,7 @@ type Wakeup struct {
 	Reason      Reason     `json:"reason"`
 	Data        []Data     `json:"data"`
 	State       State      `json:"state"`
+	DueAt       time.Time  `json:"due_at"`
 	Attempts    int        `json:"attempts"`
 	LastError   string     `json:"last_error,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
@@ -76,7 +77,49 @@ type Wakeup struct {
 	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
 }
 
-// New returns a queued wake-up of agent on task for reason.
+// New returns a queued wake-up of agent on task for reason, due now.
 func New(tenantID, agentID, taskID uuid.UUID, reason Reason, data ...Data) Wakeup {
 	return Wakeup{ID: uuid.New(), TenantID: tenantID, AgentID: agentID, TaskID: taskID, Reason: reason, Data: data, State: Queued}
+}
+
+// Pending reports whether s still waits for delivery.
+func (s State) Pending() bool { return s == Queued || s == Ready }
+
+// Valid reports whether s is a known state.
+func (s State) Valid() bool {
+	switch s {
+	case Queued, Ready, HandedOut, Delivered, Dead, Cancelled:
+		return true
+	}
+	return false
+}
+
+// Endpoint is where an employee's wake-ups are pushed: its own, or the
+// tenant's default (AgentID uuid.Nil) for employees without one. The
+// signing secret is never read back; it is shown once when set.
+type Endpoint struct {
+	ID        uuid.UUID `json:"id"`
+	TenantID  uuid.UUID `json:"-"`
+	AgentID   uuid.UUID `json:"agent_id,omitzero"`
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Position is a wake-up's place in the newest-first order, for paging.
+type Position struct {
+	CreatedAt time.Time `json:"t"`
+	ID        uuid.UUID `json:"id"`
+}
+
+// PositionOf returns w's position.
+func PositionOf(w Wakeup) Position { return Position{CreatedAt: w.CreatedAt, ID: w.ID} }
+
+// Filter selects wake-ups for a list, newest first. Zero fields do not
+// filter; After continues after a position.
+type Filter struct {
+	State State
+	Agent uuid.UUID
+	After *Position
+	Limit int
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -121,9 +122,13 @@ func (s *BoardStore) insertWakeups(ctx context.Context, tx pgx.Tx, ws []rounds.W
 		if err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `INSERT INTO wakeups (tenant_id, id, agent_id, task_id, reason, data)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING state, created_at, updated_at`,
-			w.TenantID, w.ID, w.AgentID, w.TaskID, w.Reason, data).Scan(&w.State, &w.CreatedAt, &w.UpdatedAt)
+		var due *time.Time
+		if !w.DueAt.IsZero() {
+			due = &w.DueAt
+		}
+		err = tx.QueryRow(ctx, `INSERT INTO wakeups (tenant_id, id, agent_id, task_id, reason, data, due_at)
+			VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now())) RETURNING state, due_at, created_at, updated_at`,
+			w.TenantID, w.ID, w.AgentID, w.TaskID, w.Reason, data, due).Scan(&w.State, &w.DueAt, &w.CreatedAt, &w.UpdatedAt)
 		if err != nil {
 			return mapErr(err, "wake-up")
 		}

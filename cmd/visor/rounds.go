@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/rounds"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/web/egress"
+	"github.com/visorhq/visor/web/runtime"
+	"github.com/visorhq/visor/web/server"
+	"github.com/visorhq/visor/worker"
+)
+
+// RoundsConfig is the delivery of rounds' part of Config.
+type RoundsConfig struct {
+	DevHosts    []string       // VISOR_WEBHOOK_DEV_HOSTS
+	RootCAs     *x509.CertPool // VISOR_WEBHOOK_CA_FILE (nil: the system roots)
+	Timeout     time.Duration  // VISOR_WEBHOOK_TIMEOUT
+	RoundTTL    time.Duration  // VISOR_ROUND_TTL
+	RescueAfter time.Duration  // VISOR_WORKER_RESCUE_AFTER
+}
+
+func loadRoundsConfig(get func(string) string, bad func(name, format string, args ...any)) RoundsConfig {
+	var c RoundsConfig
+	var err error
+	for _, h := range strings.Split(get("VISOR_WEBHOOK_DEV_HOSTS"), ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			c.DevHosts = append(c.DevHosts, h)
+		}
+	}
+	if f := get("VISOR_WEBHOOK_CA_FILE"); f != "" {
+		pem, err := os.ReadFile(f)
+		pool, _ := x509.SystemCertPool()
+		if pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if err != nil || !pool.AppendCertsFromPEM(pem) {
+			bad("VISOR_WEBHOOK_CA_FILE", "must name a readable file of PEM certificates")
+		}
+		c.RootCAs = pool
+	}
+	if c.Timeout, err = time.ParseDuration(get("VISOR_WEBHOOK_TIMEOUT")); err != nil || c.Timeout < 100*time.Millisecond || c.Timeout > time.Minute {
+		bad("VISOR_WEBHOOK_TIMEOUT", "%q must be a duration between 100ms and 1m, like 10s", get("VISOR_WEBHOOK_TIMEOUT"))
+	}
+	if c.RoundTTL, err = time.ParseDuration(get("VISOR_ROUND_TTL")); err != nil || c.RoundTTL < time.Minute || c.RoundTTL > auth.MaxRoundTTL {
+		bad("VISOR_ROUND_TTL", "%q must be a duration between 1m and 24h, like 1h", get("VISOR_ROUND_TTL"))
+	}
+	if c.RescueAfter, err = time.ParseDuration(get("VISOR_WORKER_RESCUE_AFTER")); err != nil || c.RescueAfter < time.Second {
+		bad("VISOR_WORKER_RESCUE_AFTER", "%q must be a duration of at least 1s, like 2m", get("VISOR_WORKER_RESCUE_AFTER"))
+	}
+	return c
+}
+
+// newRounds builds the delivery of rounds: the job inserter whose queue
+// the board's writes enqueue deliveries on, the rounds store and service.
+func (a *app) newRounds() error {
+	ins, err := worker.NewInserter(a.db.Pool, a.log)
+	if err != nil {
+		return err
+	}
+	a.jobs = worker.WakeupQueue{Client: ins}
+	base := a.cfg.BaseURL
+	if base == "" {
+		_, port, _ := net.SplitHostPort(a.cfg.HTTPAddr)
+		base = "http://" + net.JoinHostPort("localhost", port)
+	}
+	urls := auth.NewURLs(base)
+	rc := a.cfg.Rounds
+	minter := auth.NewRounds(a.stores.credentials, a.stores.identity)
+	minter.Changes = a.publisher()
+	a.bell = rounds.NewBell()
+	a.rounds = rounds.NewService(rounds.Config{
+		Store: postgres.NewRoundsStore(a.db, a.jobs), Minter: minter,
+		HTTP:   egress.New(egress.Config{AllowPrivateHosts: rc.DevHosts, RootCAs: rc.RootCAs, Timeout: rc.Timeout}),
+		MCPURL: urls.Resource, RoundTTL: rc.RoundTTL, DevHosts: rc.DevHosts,
+		Changes: a.publisher(), Logger: a.log.With("area", "rounds"),
+	})
+	a.rounds.SetBell(a.bell)
+	return nil
+}
+
+// mountRuntime serves the runtimes' long-poll, woken by Postgres
+// notifications from whichever process readies a wake-up.
+func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth.Resolver) error {
+	if err := a.start(ctx, postgres.NewWakeupListener(a.db, a.bell, a.log.With("area", "rounds"))); err != nil {
+		return fmt.Errorf("listen for wake-ups: %w", err)
+	}
+	h := runtime.New(a.rounds, a.stores.audit)
+	h.Register(s.Echo(), resolver.Middleware(""))
+	s.OnShutdown(h.Close)
+	return nil
+}
+
+// registerRoundJobs adds the delivery job; startDispatcher fires due
+// routines and reminders in a worker process.
+func (a *app) registerRoundJobs(reg *worker.Registry) {
+	worker.RegisterRounds(reg, a.rounds, worker.RoundsOptions{Limit: a.cfg.Rounds.Timeout + 5*time.Second})
+}
+
+func (a *app) startDispatcher(ctx context.Context) error {
+	return a.start(ctx, &worker.Dispatcher{Board: a.board, Log: a.log.With("area", "rounds")})
+}

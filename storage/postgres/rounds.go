@@ -1,0 +1,266 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/rounds"
+)
+
+// RoundsStore implements rounds.Store: runtime endpoints and the delivery
+// state of wake-ups (which the board's writes create).
+type RoundsStore struct {
+	db    *DB
+	queue JobQueue
+}
+
+var _ rounds.Store = (*RoundsStore)(nil)
+
+// NewRoundsStore returns the rounds store on db; queue enqueues the
+// delivery job of a retried dead letter (nil: none is enqueued).
+func NewRoundsStore(db *DB, queue JobQueue) *RoundsStore { return &RoundsStore{db: db, queue: queue} }
+
+const endpointCols = `id, tenant_id, agent_id, url, created_at, updated_at`
+
+func scanEndpoint(row pgx.Row, extra ...any) (rounds.Endpoint, error) {
+	var e rounds.Endpoint
+	var agent *uuid.UUID
+	err := row.Scan(append([]any{&e.ID, &e.TenantID, &agent, &e.URL, &e.CreatedAt, &e.UpdatedAt}, extra...)...)
+	e.AgentID = deref(agent)
+	return e, err
+}
+
+// PutEndpoint creates or replaces the endpoint of e's scope.
+func (s *RoundsStore) PutEndpoint(ctx context.Context, e *rounds.Endpoint, secret []byte) (err error) {
+	defer fault.Wrap(&err, "set runtime endpoint")
+	return s.db.InTx(ctx, func(tx pgx.Tx) error {
+		if e.AgentID != uuid.Nil {
+			var one int
+			err := tx.QueryRow(ctx, `SELECT 1 FROM agents WHERE tenant_id = $1 AND id = $2`, e.TenantID, e.AgentID).Scan(&one)
+			if err != nil {
+				return mapErr(err, "AI employee")
+			}
+		}
+		got, err := scanEndpoint(tx.QueryRow(ctx, `INSERT INTO runtime_endpoints (tenant_id, id, agent_id, url, secret)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (tenant_id, (COALESCE(agent_id, '00000000-0000-0000-0000-000000000000'::uuid)))
+			DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, updated_at = now()
+			RETURNING `+endpointCols, e.TenantID, e.ID, nullable(e.AgentID), e.URL, secret))
+		if err != nil {
+			return mapErr(err, "runtime endpoint")
+		}
+		*e = got
+		return nil
+	})
+}
+
+// Endpoints lists the tenant's endpoints, the tenant default first.
+func (s *RoundsStore) Endpoints(ctx context.Context, tenantID uuid.UUID) ([]rounds.Endpoint, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+endpointCols+` FROM runtime_endpoints WHERE tenant_id = $1
+		ORDER BY agent_id NULLS FIRST, created_at`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (rounds.Endpoint, error) { return scanEndpoint(r) })
+}
+
+// DeleteEndpoint deletes one endpoint of the tenant.
+func (s *RoundsStore) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID) error {
+	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM runtime_endpoints WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		return fault.New(fault.NotFound, "runtime endpoint not found")
+	}
+	return err
+}
+
+const wakeupCols = `w.tenant_id, w.id, w.agent_id, w.task_id, w.reason, w.data, w.state, w.attempts, w.last_error,
+	w.due_at, w.created_at, w.updated_at, w.delivered_at`
+
+func scanWakeup(row pgx.Row, extra ...any) (rounds.Wakeup, error) {
+	var w rounds.Wakeup
+	var data []byte
+	err := row.Scan(append([]any{&w.TenantID, &w.ID, &w.AgentID, &w.TaskID, &w.Reason, &data, &w.State, &w.Attempts, &w.LastError,
+		&w.DueAt, &w.CreatedAt, &w.UpdatedAt, &w.DeliveredAt}, extra...)...)
+	if err == nil {
+		err = json.Unmarshal(data, &w.Data)
+	}
+	return w, err
+}
+
+func collectWakeups(rows pgx.Rows) ([]rounds.Wakeup, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (rounds.Wakeup, error) { return scanWakeup(r) })
+}
+
+// Wakeup returns one wake-up of the tenant.
+func (s *RoundsStore) Wakeup(ctx context.Context, tenantID, id uuid.UUID) (rounds.Wakeup, error) {
+	w, err := scanWakeup(s.db.Pool.QueryRow(ctx, `SELECT `+wakeupCols+` FROM wakeups w WHERE w.tenant_id = $1 AND w.id = $2`, tenantID, id))
+	return w, mapErr(err, "wake-up")
+}
+
+// Wakeups lists the tenant's wake-ups newest first.
+func (s *RoundsStore) Wakeups(ctx context.Context, tenantID uuid.UUID, f rounds.Filter) ([]rounds.Wakeup, error) {
+	where, args := []string{"w.tenant_id = $1"}, []any{tenantID}
+	add := func(cond string, vs ...any) {
+		for _, v := range vs {
+			args = append(args, v)
+			cond = strings.Replace(cond, "?", fmt.Sprintf("$%d", len(args)), 1)
+		}
+		where = append(where, cond)
+	}
+	if f.State != "" {
+		add("w.state = ?", f.State)
+	}
+	if f.Agent != uuid.Nil {
+		add("w.agent_id = ?", f.Agent)
+	}
+	if f.After != nil {
+		add("(w.created_at, w.id) < (?, ?)", f.After.CreatedAt, f.After.ID)
+	}
+	args = append(args, f.Limit)
+	rows, err := s.db.Pool.Query(ctx, fmt.Sprintf(`SELECT %s FROM wakeups w WHERE %s ORDER BY w.created_at DESC, w.id DESC LIMIT $%d`,
+		wakeupCols, strings.Join(where, " AND "), len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	return collectWakeups(rows)
+}
+
+// Target reads a wake-up with its tenant, employee, task and endpoint.
+func (s *RoundsStore) Target(ctx context.Context, tenantID, id uuid.UUID) (rounds.Target, error) {
+	var tg rounds.Target
+	var epID, epAgent *uuid.UUID
+	var epURL *string
+	var epCreated, epUpdated *time.Time
+	w, err := scanWakeup(s.db.Pool.QueryRow(ctx, `SELECT `+wakeupCols+`, t.slug, a.status = 'active', k.status IN ('done', 'cancelled'),
+			e.id, e.agent_id, e.url, e.secret, e.created_at, e.updated_at
+		FROM wakeups w
+		JOIN tenants t ON t.id = w.tenant_id
+		JOIN agents a ON a.tenant_id = w.tenant_id AND a.id = w.agent_id
+		JOIN tasks k ON k.tenant_id = w.tenant_id AND k.id = w.task_id
+		LEFT JOIN LATERAL (SELECT * FROM runtime_endpoints e WHERE e.tenant_id = w.tenant_id
+			AND (e.agent_id = w.agent_id OR e.agent_id IS NULL) ORDER BY e.agent_id NULLS LAST LIMIT 1) e ON true
+		WHERE w.tenant_id = $1 AND w.id = $2`, tenantID, id),
+		&tg.TenantSlug, &tg.AgentActive, &tg.TaskFinished, &epID, &epAgent, &epURL, &tg.Secret, &epCreated, &epUpdated)
+	if err != nil {
+		return tg, mapErr(err, "wake-up")
+	}
+	tg.Wakeup = w
+	if epID != nil {
+		tg.Endpoint = &rounds.Endpoint{ID: *epID, TenantID: tenantID, AgentID: deref(epAgent), URL: *epURL,
+			CreatedAt: *epCreated, UpdatedAt: *epUpdated}
+	}
+	return tg, nil
+}
+
+// Settle moves a queued wake-up to state.
+func (s *RoundsStore) Settle(ctx context.Context, tenantID, id uuid.UUID, state rounds.State) (bool, error) {
+	tag, err := s.db.Pool.Exec(ctx, `UPDATE wakeups SET state = $3, updated_at = now(),
+			delivered_at = CASE WHEN $3 = 'delivered' THEN now() END,
+			attempts = attempts + CASE WHEN $3 = 'delivered' THEN 1 ELSE 0 END
+		WHERE tenant_id = $1 AND id = $2 AND state = 'queued'`, tenantID, id, state)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// maxError bounds a stored delivery error.
+const maxError = 500
+
+// Failed counts a failed attempt of a queued wake-up.
+func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error {
+	if len(msg) > maxError {
+		msg = msg[:maxError]
+	}
+	msg = strings.ToValidUTF8(msg, "?")
+	if !utf8.ValidString(msg) {
+		msg = "delivery failed"
+	}
+	_, err := s.db.Pool.Exec(ctx, `UPDATE wakeups SET attempts = attempts + 1, last_error = $3, updated_at = now(),
+			state = CASE WHEN $4 THEN 'dead' ELSE state END
+		WHERE tenant_id = $1 AND id = $2 AND state = 'queued'`, tenantID, id, msg, dead)
+	return err
+}
+
+// Requeue moves a dead letter back to queued with a new delivery job.
+func (s *RoundsStore) Requeue(ctx context.Context, tenantID, id uuid.UUID) (w rounds.Wakeup, err error) {
+	defer fault.Wrap(&err, "retry wake-up")
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		w, err = scanWakeup(tx.QueryRow(ctx, `UPDATE wakeups w SET state = 'queued', attempts = 0, last_error = '', updated_at = now()
+			WHERE w.tenant_id = $1 AND w.id = $2 AND w.state = 'dead' RETURNING `+wakeupCols, tenantID, id))
+		if err == pgx.ErrNoRows {
+			cur, err := scanWakeup(tx.QueryRow(ctx, `SELECT `+wakeupCols+` FROM wakeups w WHERE w.tenant_id = $1 AND w.id = $2`, tenantID, id))
+			if err != nil {
+				return mapErr(err, "wake-up")
+			}
+			return fault.New(fault.Conflict, "wake-up %s is %s, not a dead letter", id, cur.State)
+		}
+		if err != nil {
+			return err
+		}
+		if s.queue == nil {
+			return nil
+		}
+		return s.queue.EnqueueTx(ctx, tx, []rounds.Wakeup{w})
+	})
+	return w, err
+}
+
+// Claim hands out ready wake-ups of one employee.
+func (s *RoundsStore) Claim(ctx context.Context, tenantID, agentID uuid.UUID, max int, token func(rounds.Wakeup) credentials.RoundToken) (ws []rounds.Wakeup, err error) {
+	defer fault.Wrap(&err, "hand out wake-ups")
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+wakeupCols+` FROM wakeups w WHERE w.tenant_id = $1 AND w.agent_id = $2 AND w.state = 'ready'
+			ORDER BY w.created_at LIMIT $3 FOR UPDATE SKIP LOCKED`, tenantID, agentID, max)
+		if err != nil {
+			return err
+		}
+		if ws, err = collectWakeups(rows); err != nil || len(ws) == 0 {
+			return err
+		}
+		ids := make([]uuid.UUID, len(ws))
+		for i := range ws {
+			rt := token(ws[i])
+			_, err := tx.Exec(ctx, `INSERT INTO round_tokens (tenant_id, id, agent_id, task_id, scopes, secret_hash, expires_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, rt.TenantID, rt.ID, rt.AgentID, rt.TaskID, rt.Scopes, rt.SecretHash, rt.ExpiresAt)
+			if err != nil {
+				return mapErr(err, "round token")
+			}
+			ids[i] = ws[i].ID
+			ws[i].State = rounds.HandedOut
+		}
+		_, err = tx.Exec(ctx, `UPDATE wakeups SET state = 'handed_out', attempts = attempts + 1, updated_at = now(), delivered_at = now()
+			WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// EndRounds revokes the task's live round tokens and cancels its pending
+// wake-ups, for one employee or all.
+func (s *RoundsStore) EndRounds(ctx context.Context, tenantID, taskID, agentID uuid.UUID) (n int64, err error) {
+	defer fault.Wrap(&err, "end rounds")
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE round_tokens SET revoked_at = now()
+			WHERE tenant_id = $1 AND task_id = $2 AND ($3::uuid IS NULL OR agent_id = $3)
+				AND revoked_at IS NULL AND expires_at > now()`, tenantID, taskID, nullable(agentID))
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `UPDATE wakeups SET state = 'cancelled', updated_at = now()
+			WHERE tenant_id = $1 AND task_id = $2 AND ($3::uuid IS NULL OR agent_id = $3) AND state IN ('queued', 'ready')`,
+			tenantID, taskID, nullable(agentID))
+		return err
+	})
+	return n, err
+}
