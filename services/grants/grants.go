@@ -44,6 +44,30 @@ type Request struct {
 	GrantID      uuid.UUID  `json:"grant_id,omitzero"`
 }
 
+// Position is a request's place in the newest-first order, for keyset
+// paging: the sort key of the last request of a page.
+type Position struct {
+	CreatedAt time.Time `json:"t"`
+	ID        uuid.UUID `json:"id"`
+}
+
+// PositionOf returns r's position.
+func PositionOf(r Request) Position { return Position{CreatedAt: r.CreatedAt, ID: r.ID} }
+
+// RequestLimits bound what one AI employee may ask for, so that a looping
+// or hostile employee cannot bury operators in requests.
+type RequestLimits struct {
+	// MaxPending is how many of its requests may wait for a decision at
+	// once.
+	MaxPending int
+	// PerWindow is how many requests it may make within Window.
+	PerWindow int
+	Window    time.Duration
+}
+
+// DefaultRequestLimits are the limits of a Service unless changed.
+var DefaultRequestLimits = RequestLimits{MaxPending: 5, PerWindow: 10, Window: time.Hour}
+
 // EndReason says why a grant ended.
 type EndReason string
 
@@ -87,13 +111,17 @@ type Ended struct {
 // Methods that start or end a grant bump the tenant's policy version in the
 // same transaction and return it.
 type Store interface {
-	// CreateRequest inserts a pending request; a pending request of the
-	// same agent for the same tool is fault.Conflict.
-	CreateRequest(ctx context.Context, r *Request) error
+	// CreateRequest inserts a pending request within lim, checked
+	// atomically with the insert: a pending request of the same agent for
+	// the same tool, or lim.MaxPending pending requests of the agent, is
+	// fault.Conflict; lim.PerWindow requests of the agent made within
+	// lim.Window is fault.RateLimited.
+	CreateRequest(ctx context.Context, r *Request, lim RequestLimits) error
 	Request(ctx context.Context, tenantID, id uuid.UUID) (Request, error)
-	// ListRequests returns the tenant's requests, newest first; status ""
+	// ListRequests returns at most limit of the tenant's requests, newest
+	// first, after the position after (nil: from the newest); status ""
 	// means all.
-	ListRequests(ctx context.Context, tenantID uuid.UUID, status Status) ([]Request, error)
+	ListRequests(ctx context.Context, tenantID uuid.UUID, status Status, after *Position, limit int) ([]Request, error)
 	// Approve marks the pending request approved and inserts g for it. A
 	// request that is not pending is fault.Conflict.
 	Approve(ctx context.Context, tenantID, requestID uuid.UUID, g *Grant, note string) (Request, int64, error)

@@ -32,17 +32,20 @@ const MaxTTL = 366 * 24 * time.Hour
 // Service applies the grant rules on top of a Store and announces every
 // grant that starts or ends. It is the only writer of requests and grants.
 type Service struct {
-	store Store
-	dir   Directory
-	pub   changes.Publisher
-	match MatchFunc
-	log   *slog.Logger
-	now   func() time.Time
+	// Limits bound each AI employee's capability requests
+	// [DefaultRequestLimits]. Set it before the service is used.
+	Limits RequestLimits
+	store  Store
+	dir    Directory
+	pub    changes.Publisher
+	match  MatchFunc
+	log    *slog.Logger
+	now    func() time.Time
 }
 
 // NewService returns a Service. pub may be changes.Discard{}.
 func NewService(store Store, dir Directory, pub changes.Publisher, match MatchFunc, log *slog.Logger) *Service {
-	return &Service{store: store, dir: dir, pub: pub, match: match, log: log, now: time.Now}
+	return &Service{Limits: DefaultRequestLimits, store: store, dir: dir, pub: pub, match: match, log: log, now: time.Now}
 }
 
 // Store returns the underlying store for read paths.
@@ -58,7 +61,9 @@ func (s *Service) LiveGrants(ctx context.Context, tenantID, agentID uuid.UUID) (
 // Errors: Forbidden for a caller that is not an employee; Invalid for a
 // malformed tool or reason, or a tool that is not among the employee's
 // scoped_tools (a grant could not show it); Conflict when a grant for it is
-// already live or a request for it is already pending.
+// already live, a request for it is already pending, or the employee has
+// Limits.MaxPending requests pending; RateLimited when it made
+// Limits.PerWindow requests within Limits.Window.
 func (s *Service) Ask(ctx context.Context, p identity.Principal, tool, reason string) (Request, error) {
 	if !p.IsEmployee() {
 		return Request{}, fault.New(fault.Forbidden, "only an AI employee can request a capability; operators grant tools through the admin API")
@@ -89,10 +94,7 @@ func (s *Service) Ask(ctx context.Context, p identity.Principal, tool, reason st
 		return Request{}, fault.New(fault.Conflict, "you already hold a live grant for %s; read tools/list again", tool)
 	}
 	r := Request{ID: uuid.New(), TenantID: p.TenantID, AgentID: p.AgentID, Tool: tool, Reason: reason, TaskID: p.TaskID, Status: Pending}
-	if err := s.store.CreateRequest(ctx, &r); err != nil {
-		if fault.Is(err, fault.Conflict) {
-			return Request{}, fault.New(fault.Conflict, "a request for %s is already waiting for an operator", tool)
-		}
+	if err := s.store.CreateRequest(ctx, &r, s.Limits); err != nil {
 		return Request{}, err
 	}
 	return r, nil

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,13 +56,56 @@ func nullable(u uuid.UUID) *uuid.UUID {
 	return &u
 }
 
-// CreateRequest inserts a pending request.
-func (s *GrantStore) CreateRequest(ctx context.Context, r *grants.Request) (err error) {
+// CreateRequest inserts a pending request within lim. The agent's row is
+// locked for the transaction, so one agent's concurrent requests are
+// counted one after another and never overrun a limit together.
+func (s *GrantStore) CreateRequest(ctx context.Context, r *grants.Request, lim grants.RequestLimits) (err error) {
 	defer fault.Wrap(&err, "create capability request")
-	err = s.db.Pool.QueryRow(ctx, `INSERT INTO capability_requests (tenant_id, id, agent_id, tool, reason, task_id)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING status, created_at`,
-		r.TenantID, r.ID, r.AgentID, r.Tool, r.Reason, nullable(r.TaskID)).Scan(&r.Status, &r.CreatedAt)
-	return mapErr(err, "capability request")
+	return s.db.InTx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM agents WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, r.TenantID, r.AgentID).Scan(&one)
+		if err != nil {
+			return mapErr(err, "agent")
+		}
+		var same bool
+		var pending, recent int
+		err = tx.QueryRow(ctx, `SELECT
+				coalesce(bool_or(status = 'pending' AND tool = $3), false),
+				count(*) FILTER (WHERE status = 'pending'),
+				count(*) FILTER (WHERE created_at > now() - make_interval(secs => $4))
+			FROM capability_requests
+			WHERE tenant_id = $1 AND agent_id = $2 AND (status = 'pending' OR created_at > now() - make_interval(secs => $4))`,
+			r.TenantID, r.AgentID, r.Tool, lim.Window.Seconds()).Scan(&same, &pending, &recent)
+		if err != nil {
+			return err
+		}
+		switch {
+		case same:
+			return fault.New(fault.Conflict, "a request for %s is already waiting for an operator", r.Tool)
+		case lim.MaxPending > 0 && pending >= lim.MaxPending:
+			return fault.New(fault.Conflict, "you already have %d capability requests waiting for an operator, the most one AI employee may; wait for a decision before asking for another", pending)
+		case lim.PerWindow > 0 && recent >= lim.PerWindow:
+			return fault.New(fault.RateLimited, "you made %d capability requests in the last %s, the most one AI employee may; wait before asking again", recent, window(lim.Window))
+		}
+		err = tx.QueryRow(ctx, `INSERT INTO capability_requests (tenant_id, id, agent_id, tool, reason, task_id)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING status, created_at`,
+			r.TenantID, r.ID, r.AgentID, r.Tool, r.Reason, nullable(r.TaskID)).Scan(&r.Status, &r.CreatedAt)
+		return mapErr(err, "capability request")
+	})
+}
+
+// window says a limit's window in words: "hour", "10 minutes".
+func window(d time.Duration) string {
+	switch {
+	case d == time.Hour:
+		return "hour"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	case d >= time.Minute:
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	default:
+		return fmt.Sprintf("%d seconds", d/time.Second)
+	}
 }
 
 // Request returns one request.
@@ -71,10 +115,16 @@ func (s *GrantStore) Request(ctx context.Context, tenantID, id uuid.UUID) (grant
 	return r, mapErr(err, "capability request")
 }
 
-// ListRequests returns the tenant's requests, newest first.
-func (s *GrantStore) ListRequests(ctx context.Context, tenantID uuid.UUID, status grants.Status) ([]grants.Request, error) {
+// ListRequests returns a page of the tenant's requests, newest first.
+func (s *GrantStore) ListRequests(ctx context.Context, tenantID uuid.UUID, status grants.Status, after *grants.Position, limit int) ([]grants.Request, error) {
+	var at *time.Time
+	var id uuid.UUID
+	if after != nil {
+		at, id = &after.CreatedAt, after.ID
+	}
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+requestCols+` FROM capability_requests
-		WHERE tenant_id = $1 AND ($2 = '' OR status = $2) ORDER BY created_at DESC, id LIMIT 1000`, tenantID, string(status))
+		WHERE tenant_id = $1 AND ($2 = '' OR status = $2) AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))
+		ORDER BY created_at DESC, id DESC LIMIT $5`, tenantID, string(status), at, id, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,9 +63,9 @@ func TestGrantRequestLifecycle(t *testing.T) {
 	ctx := context.Background()
 
 	r := newRequest(s.a.ID, s.agentA.ID, "plain_write")
-	require.NoError(t, gs.CreateRequest(ctx, r))
+	require.NoError(t, gs.CreateRequest(ctx, r, grants.DefaultRequestLimits))
 	require.Equal(t, grants.Pending, r.Status)
-	err := gs.CreateRequest(ctx, newRequest(s.a.ID, s.agentA.ID, "plain_write"))
+	err := gs.CreateRequest(ctx, newRequest(s.a.ID, s.agentA.ID, "plain_write"), grants.DefaultRequestLimits)
 	require.True(t, fault.Is(err, fault.Conflict), "a second pending request for one tool: %v", err)
 
 	before := version(t, s, s.a.ID)
@@ -96,16 +98,16 @@ func TestGrantRequestLifecycle(t *testing.T) {
 	require.Empty(t, tools)
 
 	d := newRequest(s.a.ID, s.agentA.ID, "plain_write")
-	require.NoError(t, gs.CreateRequest(ctx, d), "a decided request no longer blocks a new one")
+	require.NoError(t, gs.CreateRequest(ctx, d, grants.DefaultRequestLimits), "a decided request no longer blocks a new one")
 	denied, err := gs.Deny(ctx, s.a.ID, d.ID, "op", "no")
 	require.NoError(t, err)
 	require.Equal(t, grants.Denied, denied.Status)
 	require.Equal(t, v2, version(t, s, s.a.ID), "a denial changes nothing visible")
 
-	list, err := gs.ListRequests(ctx, s.a.ID, grants.Denied)
+	list, err := gs.ListRequests(ctx, s.a.ID, grants.Denied, nil, 100)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	list, err = gs.ListRequests(ctx, s.a.ID, "")
+	list, err = gs.ListRequests(ctx, s.a.ID, "", nil, 100)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 }
@@ -161,9 +163,9 @@ func TestGrantIsolation(t *testing.T) {
 	ctx := context.Background()
 
 	r := newRequest(s.a.ID, s.agentA.ID, "plain_write")
-	require.NoError(t, gs.CreateRequest(ctx, r))
+	require.NoError(t, gs.CreateRequest(ctx, r, grants.DefaultRequestLimits))
 	r2 := newRequest(s.a.ID, s.agentA.ID, "other_tool")
-	require.NoError(t, gs.CreateRequest(ctx, r2))
+	require.NoError(t, gs.CreateRequest(ctx, r2, grants.DefaultRequestLimits))
 	g := grants.Grant{ID: uuid.New(), TenantID: s.a.ID, AgentID: s.agentA.ID, Tool: "t", TaskID: uuid.New()}
 	_, err := gs.CreateGrant(ctx, &g)
 	require.NoError(t, err)
@@ -183,7 +185,7 @@ func TestGrantIsolation(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ended)
 
-	reqs, err := gs.ListRequests(ctx, s.b.ID, "")
+	reqs, err := gs.ListRequests(ctx, s.b.ID, "", nil, 100)
 	require.NoError(t, err)
 	require.Empty(t, reqs)
 	gl, err := gs.ListGrants(ctx, s.b.ID, uuid.Nil, false)
@@ -196,10 +198,10 @@ func TestGrantIsolation(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, tools)
 
-	// A grant or request of tenant B for tenant A's agent is refused by the
-	// composite foreign key.
-	err = gs.CreateRequest(ctx, newRequest(s.b.ID, s.agentA.ID, "x"))
-	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+	// A request of tenant B for tenant A's agent names no agent of B; a
+	// grant is refused by the composite foreign key.
+	err = gs.CreateRequest(ctx, newRequest(s.b.ID, s.agentA.ID, "x"), grants.DefaultRequestLimits)
+	require.True(t, fault.Is(err, fault.NotFound), "%v", err)
 	_, err = gs.CreateGrant(ctx, &grants.Grant{ID: uuid.New(), TenantID: s.b.ID, AgentID: s.agentA.ID, Tool: "x"})
 	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
 
@@ -219,4 +221,51 @@ func TestPolicyVersionsReadsSeveralTenantsAtOnce(t *testing.T) {
 	got, err := s.db.PolicyVersions(context.Background(), []uuid.UUID{s.a.ID, s.b.ID, uuid.New()})
 	require.NoError(t, err)
 	require.Equal(t, map[uuid.UUID]int64{s.a.ID: version(t, s, s.a.ID), s.b.ID: version(t, s, s.b.ID)}, got)
+}
+
+// TestCapabilityRequestLimits: an agent's pending requests and its requests
+// per window are capped, each agent separately, and concurrent requests
+// cannot overrun a cap together.
+func TestCapabilityRequestLimits(t *testing.T) {
+	t.Parallel()
+	s := grantSetup(t)
+	gs := s.gs
+	ctx := context.Background()
+	lim := grants.RequestLimits{MaxPending: 3, PerWindow: 5, Window: time.Hour}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- gs.CreateRequest(ctx, newRequest(s.a.ID, s.agentA.ID, fmt.Sprintf("tool_%d", i)), lim)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	created := 0
+	for err := range errs {
+		if err == nil {
+			created++
+			continue
+		}
+		require.True(t, fault.Is(err, fault.Conflict), "%v", err)
+		require.Contains(t, fault.Message(err), "you already have 3 capability requests waiting for an operator")
+	}
+	require.Equal(t, 3, created, "ten at once, three pending at most")
+
+	pending, err := gs.ListRequests(ctx, s.a.ID, grants.Pending, nil, 100)
+	require.NoError(t, err)
+	for _, r := range pending {
+		_, err := gs.Deny(ctx, s.a.ID, r.ID, "op", "")
+		require.NoError(t, err)
+	}
+	for i := range 2 {
+		require.NoError(t, gs.CreateRequest(ctx, newRequest(s.a.ID, s.agentA.ID, fmt.Sprintf("again_%d", i)), lim))
+	}
+	err = gs.CreateRequest(ctx, newRequest(s.a.ID, s.agentA.ID, "one_more"), lim)
+	require.True(t, fault.Is(err, fault.RateLimited), "%v", err)
+	require.Equal(t, "you made 5 capability requests in the last hour, the most one AI employee may; wait before asking again", fault.Message(err))
+	require.NoError(t, gs.CreateRequest(ctx, newRequest(s.b.ID, s.agentB.ID, "one_more"), lim), "another agent has its own budget")
 }

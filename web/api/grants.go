@@ -20,9 +20,11 @@ type Grants struct{ svc *grants.Service }
 // NewGrants returns the grants resource.
 func NewGrants(svc *grants.Service) Grants { return Grants{svc: svc} }
 
-// RequestList is the body of GET /tenants/{tenant}/grants/requests.
+// RequestList is the body of GET /tenants/{tenant}/grants/requests: one
+// page, and the cursor of the next when there may be more.
 type RequestList struct {
-	Requests []grants.Request `json:"requests"`
+	Requests   []grants.Request `json:"requests"`
+	NextCursor string           `json:"next_cursor,omitempty"`
 }
 
 // GrantList is the body of GET /tenants/{tenant}/grants.
@@ -62,7 +64,8 @@ type NewGrant struct {
 func (r Grants) Operations() []Operation {
 	return []Operation{
 		{Method: http.MethodGet, Path: "/tenants/:tenant/grants/requests", ID: "listCapabilityRequests", Tag: "grants", Needs: identity.ReadTenant,
-			Summary: "List AI employees' capability requests, newest first (?status=pending|approved|denied)", Response: RequestList{}, Handler: r.listRequests},
+			Summary: "List AI employees' capability requests, newest first, a page at a time", Response: RequestList{}, Handler: r.listRequests,
+			Query: append([]QueryParam{{Name: "status", Type: "string", Description: "Only requests in this state.", Enum: []string{"pending", "approved", "denied"}}}, PageParams...)},
 		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/approve", ID: "approveCapabilityRequest", Tag: "grants", Needs: identity.ManageGrants,
 			Summary: "Approve a pending request: creates a grant (optionally expiring) and the tool appears with list_changed", Request: ApproveRequest{}, Response: Approved{}, Handler: r.approve},
 		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/deny", ID: "denyCapabilityRequest", Tag: "grants", Needs: identity.ManageGrants,
@@ -81,11 +84,28 @@ func (r Grants) listRequests(c echo.Context) error {
 	if status != "" && !status.Valid() {
 		return fault.New(fault.Invalid, "status must be pending, approved or denied")
 	}
-	rs, err := r.svc.Store().ListRequests(c.Request().Context(), tenant(c).ID, status)
+	page, err := ReadPage(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RequestList{Requests: nonNil(rs)})
+	var after grants.Position
+	more, err := page.Decode(&after)
+	if err != nil {
+		return err
+	}
+	var from *grants.Position
+	if more {
+		from = &after
+	}
+	rs, err := r.svc.Store().ListRequests(c.Request().Context(), tenant(c).ID, status, from, page.Limit)
+	if err != nil {
+		return err
+	}
+	out := RequestList{Requests: nonNil(rs)}
+	if len(rs) == page.Limit {
+		out.NextCursor = EncodeCursor(grants.PositionOf(rs[len(rs)-1]))
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (r Grants) approve(c echo.Context) error {

@@ -2,10 +2,14 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
@@ -172,4 +176,50 @@ func TestGrantsAPITenantIsolation(t *testing.T) {
 	got, err := f.svc.Store().Request(context.Background(), f.tenant.ID, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, grants.Pending, got.Status)
+}
+
+// TestCapabilityRequestListPages: the list pages newest first with limit
+// and an opaque cursor, next_cursor is absent on the last page, and a
+// status filter pages the same way.
+func TestCapabilityRequestListPages(t *testing.T) {
+	t.Parallel()
+	f := newGrantsFixture(t)
+	f.svc.Limits = grants.RequestLimits{} // no per-employee limits: this test asks often
+	var asked []uuid.UUID
+	for i := range 7 {
+		asked = append(asked, f.ask(fmt.Sprintf("secret_%d", i)).ID)
+	}
+	_, err := f.svc.Deny(context.Background(), f.tenant.ID, asked[0], "op", "")
+	require.NoError(t, err)
+	slices.Reverse(asked)
+
+	pages := func(query string) (ids []uuid.UUID, sizes []int) {
+		cursor := ""
+		for range 10 {
+			var list api.RequestList
+			code, body := f.do("GET", "/api/v1/tenants/acme/grants/requests?limit=3"+query+cursor, f.opKey, "", &list)
+			require.Equal(t, 200, code, body)
+			sizes = append(sizes, len(list.Requests))
+			for _, r := range list.Requests {
+				ids = append(ids, r.ID)
+			}
+			if list.NextCursor == "" {
+				return ids, sizes
+			}
+			cursor = "&cursor=" + list.NextCursor
+		}
+		t.Fatal("the pages never end")
+		return nil, nil
+	}
+	ids, sizes := pages("")
+	require.Equal(t, asked, ids, "every request once, newest first")
+	require.Equal(t, []int{3, 3, 1}, sizes)
+	ids, sizes = pages("&status=pending")
+	require.Equal(t, asked[:6], ids)
+	require.Equal(t, []int{3, 3, 0}, sizes, "a full last page may be followed by an empty one")
+
+	for _, bad := range []string{"limit=0", "limit=501", "cursor=not-ours", "cursor=" + strings.Repeat("x", 2000)} {
+		code, body := f.do("GET", "/api/v1/tenants/acme/grants/requests?"+bad, f.opKey, "", nil)
+		require.Equal(t, 400, code, "%s: %s", bad, body)
+	}
 }

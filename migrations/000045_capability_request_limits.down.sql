@@ -1,0 +1,2 @@
+DROP INDEX capability_requests_by_agent;
+DROP INDEX capability_requests_newest;
