@@ -248,3 +248,38 @@ func TestWakeupsFollowTheWork(t *testing.T) {
 	require.Equal(t, "lunch?", w.Data[0].Text)
 	require.Equal(t, board.FromMessage, msg.Origin)
 }
+
+// TestSubtaskCapFromEmptyUnderConcurrentCreation: 250 creations race under
+// an empty parent from four employees at once; exactly 200 win.
+func TestSubtaskCapFromEmptyUnderConcurrentCreation(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	parent := f.task(t, "wide goal", f.ada.ID, board.KindGoal)
+	dan := f.employee(f.acme, f.agent(t, f.acme, "dan", "eng"))
+	eve := f.employee(f.acme, f.agent(t, f.acme, "eve", "eng"))
+	callers := []board.Actor{f.adaA, f.bobA, dan, eve}
+	var ok, full atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range board.SubtaskCap + 50 {
+		wg.Go(func() {
+			<-start
+			_, err := f.svc.CreateTask(context.Background(), callers[i%len(callers)], board.NewTask{Title: "racer", Parent: parent.ID, ParentGiven: true})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case fault.Is(err, fault.Conflict):
+				full.Add(1)
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.EqualValues(t, board.SubtaskCap, ok.Load())
+	require.EqualValues(t, 50, full.Load())
+	var n int
+	require.NoError(t, f.db.Pool.QueryRow(f.ctx, `SELECT count(*) FROM tasks WHERE tenant_id = $1 AND parent_id = $2`, f.acme.ID, parent.ID).Scan(&n))
+	require.Equal(t, board.SubtaskCap, n, "never 201")
+}

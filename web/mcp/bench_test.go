@@ -118,7 +118,12 @@ func bareServer(b *testing.B, reg *tools.Registry) string {
 // load sends b.N copies of one request from benchWorkers goroutines and
 // reports req/s, p50 and p99.
 func load(b *testing.B, url, token string, hdr map[string]string, body string) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchWorkers * 2}}
+	loadWith(b, benchWorkers, url, token, hdr, body)
+}
+
+// loadWith is load from the given number of goroutines.
+func loadWith(b *testing.B, workers int, url, token string, hdr map[string]string, body string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2}}
 	send := func() error {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
 		req.Header.Set("Content-Type", "application/json")
@@ -145,15 +150,15 @@ func load(b *testing.B, url, token string, hdr map[string]string, body string) {
 			b.Fatal(err)
 		}
 	}
-	lat := make([][]time.Duration, benchWorkers)
+	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
 	var failed error
 	var mu sync.Mutex
 	b.ResetTimer()
 	start := time.Now()
-	for w := range benchWorkers {
-		n := b.N / benchWorkers
-		if w < b.N%benchWorkers {
+	for w := range workers {
+		n := b.N / workers
+		if w < b.N%workers {
 			n++
 		}
 		wg.Add(1)

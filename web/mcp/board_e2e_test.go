@@ -23,9 +23,14 @@ import (
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
-// newBoardStack is the endpoint with the task board family on real
-// Postgres: acme's ada and bob work in engineering (related), cy in sales.
-func newBoardStack(t *testing.T) *stack {
+// boardStack is the endpoint with the task board family on real Postgres:
+// acme's ada and bob work in engineering (related), cy in sales.
+type boardStack struct {
+	*stack
+	db *postgres.DB
+}
+
+func newBoardStack(t testing.TB) *boardStack {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.New(t)
@@ -59,7 +64,7 @@ func newBoardStack(t *testing.T) *stack {
 	_, tok, err := ids.CreateKey(ctx, s.tenant.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops", Scopes: []string{identity.ScopeToolsAdmin}})
 	require.NoError(t, err)
 	s.keys["op"] = tok
-	return s
+	return &boardStack{stack: s, db: db}
 }
 
 // TestBoardRefusalsAreListedRefusedAndAudited: through the real endpoint,
