@@ -43,7 +43,8 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 // adminAPI builds the admin JSON API with every area's resources.
 func (a *app) adminAPI(resolver *auth.Resolver, extra ...api.Resource) *api.API {
 	adm := api.New(api.Deps{
-		Identity: a.ids, Authenticate: resolver.AdminMiddleware(), PlatformToken: a.cfg.AdminToken, Logger: a.log,
+		Identity: a.ids, Authenticate: resolver.AdminMiddleware(), PlatformToken: a.cfg.AdminToken,
+		Audit: a.stores.audit, Logger: a.log,
 	})
 	// Other areas: adm.Add(yourResource)
 	adm.Add(api.NewGrants(a.grants))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/identity"
 )
 
@@ -66,7 +67,10 @@ type Deps struct {
 	// create and list tenants and act in any tenant as an operator. Only
 	// its SHA-256 is kept.
 	PlatformToken string
-	Logger        *slog.Logger
+	// Audit records every operator action (each request to an operation
+	// that changes state) next to the tool calls; nil records nothing.
+	Audit  audit.Recorder
+	Logger *slog.Logger
 }
 
 // API is the admin API.
@@ -76,13 +80,14 @@ type API struct {
 	platform  [32]byte
 	hasPlat   bool
 	log       *slog.Logger
+	audit     audit.Recorder
 	ops       []Operation
 	resources []Resource
 }
 
 // New returns the API with its built-in resources.
 func New(d Deps) *API {
-	a := &API{ids: d.Identity, authn: d.Authenticate, log: d.Logger}
+	a := &API{ids: d.Identity, authn: d.Authenticate, log: d.Logger, audit: d.Audit}
 	if d.PlatformToken != "" {
 		a.platform, a.hasPlat = sha256.Sum256([]byte(d.PlatformToken)), true
 	}
@@ -115,7 +120,7 @@ func (a *API) Register(e *echo.Echo) {
 		if !op.Needs.Known() || !op.Needs.AdminAPI() {
 			panic(fmt.Sprintf("api: operation %s declares no admin API action in Needs (%q); pick one of identity.Actions", op.ID, op.Needs))
 		}
-		g.Add(op.Method, op.Path, op.Handler, a.authenticate(), a.authorize(op.Needs))
+		g.Add(op.Method, op.Path, op.Handler, a.authenticate(), a.record(op), a.authorize(op.Needs))
 	}
 }
 

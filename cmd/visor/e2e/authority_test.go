@@ -120,7 +120,7 @@ func newAuthorityWorld(t *testing.T) *authorityWorld {
 
 // route is one admin API operation as the served OpenAPI document lists it.
 type route struct {
-	method, path string
+	method, path, id string
 	action       identity.Action
 	body         bool
 }
@@ -132,6 +132,7 @@ func adminRoutes(t *testing.T, r *replica) []route {
 	t.Helper()
 	var doc struct {
 		Paths map[string]map[string]struct {
+			ID        string `json:"operationId"`
 			Authority struct {
 				Action identity.Action `json:"action"`
 			} `json:"x-visor-authority"`
@@ -145,7 +146,7 @@ func adminRoutes(t *testing.T, r *replica) []route {
 			continue
 		}
 		for m, op := range ops {
-			out = append(out, route{method: strings.ToUpper(m), path: p, action: op.Authority.Action, body: op.RequestBody != nil})
+			out = append(out, route{method: strings.ToUpper(m), path: p, id: op.ID, action: op.Authority.Action, body: op.RequestBody != nil})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path+out[i].method < out[j].path+out[j].method })
