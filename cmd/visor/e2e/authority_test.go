@@ -121,8 +121,8 @@ func newAuthorityWorld(t *testing.T) *authorityWorld {
 // route is one admin API operation as the served OpenAPI document lists it.
 type route struct {
 	method, path, id string
-	action       identity.Action
-	body         bool
+	action           identity.Action
+	body             bool
 }
 
 // adminRoutes reads every operation of the admin API from the document the
