@@ -13,8 +13,12 @@ import (
 )
 
 // DefaultChallengeScope is the scope a 401 from the MCP endpoint asks
-// clients to request: enough to list and call ordinary tools.
-const DefaultChallengeScope = identity.ScopeToolsRead + " " + identity.ScopeToolsWrite
+// clients to request, and what an authorization request naming no scope
+// gets: every tool scope. A standard client asks for what the challenge
+// names, and consent keeps only what the member's role holds
+// (identity.Role.Bound), so a connected member sees the tools their role
+// may call; a viewer's client gets tools:read alone.
+const DefaultChallengeScope = identity.ScopeToolsRead + " " + identity.ScopeToolsWrite + " " + identity.ScopeToolsAdmin
 
 // TenantParam is the path parameter naming the tenant slug.
 const TenantParam = "tenant"

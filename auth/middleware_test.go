@@ -164,7 +164,7 @@ func TestKeyRefusals(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode, name)
 		h := res.Header.Get("WWW-Authenticate")
 		require.Contains(t, h, `Bearer resource_metadata="https://visor.test/.well-known/oauth-protected-resource/t/acme/mcp"`, name)
-		require.Contains(t, h, `scope="tools:read tools:write"`, name)
+		require.Contains(t, h, `scope="tools:read tools:write tools:admin"`, name)
 		if token == "" {
 			require.NotContains(t, h, "invalid_token")
 		} else {

@@ -240,7 +240,7 @@ func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.Auth
 	shown, formTarget := redirectTarget(ru)
 	d := consentData{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: shown, MemberEmail: m.Email,
 		Action: "/t/" + t.Slug + "/oauth/authorize?" + c.Request().URL.RawQuery, CSRF: s.csrfToken(c),
-		Scopes: describeScopes(ar.GetRequestedScopes()), Withheld: withheld, Role: string(m.Role)}
+		Scopes: s.describeScopes(t, ar.GetRequestedScopes()), Withheld: withheld, Role: string(m.Role)}
 	if d.ClientName == "" {
 		d.ClientName = cl.ID
 	}

@@ -35,7 +35,7 @@ func (e *env) discover(tenant string) oauth.ServerMetadata {
 	require.Equal(e.t, http.StatusUnauthorized, status)
 	m := resourceMetadataRE.FindStringSubmatch(h.Get("WWW-Authenticate"))
 	require.NotNil(e.t, m, h.Get("WWW-Authenticate"))
-	require.Contains(e.t, h.Get("WWW-Authenticate"), `scope="tools:read tools:write"`)
+	require.Contains(e.t, h.Get("WWW-Authenticate"), `scope="tools:read tools:write tools:admin"`)
 	var prm oauth.ResourceMetadata
 	require.Equal(e.t, http.StatusOK, getJSON(e.t, m[1], &prm))
 	require.Equal(e.t, e.base+"/t/"+tenant+"/mcp", prm.Resource)
@@ -68,7 +68,7 @@ func TestFlowWithMetadataDocument(t *testing.T) {
 	// The consent page names the client, its redirect host and each scope in words.
 	require.Contains(t, p.body, "Doc Client")
 	require.Contains(t, p.body, "127.0.0.1:9999")
-	require.Contains(t, p.body, "<code>tools:read</code>: see the tools")
+	require.Contains(t, p.body, "<code>tools:read</code>: see which tools")
 	require.Contains(t, p.body, "<code>tools:write</code>: call tools that create or change")
 	require.Contains(t, p.header.Get("Content-Security-Policy"), "default-src 'none'")
 	require.Contains(t, p.header.Get("Content-Security-Policy"), "form-action 'self' http://127.0.0.1:9999")

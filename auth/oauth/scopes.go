@@ -2,22 +2,42 @@ package oauth
 
 import (
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
 )
 
-// scopeWords says in plain words what each scope unlocks, for the consent
-// page.
-var scopeWords = map[string]string{
-	identity.ScopeToolsRead:  "see the tools you may use and call the ones that only read (tasks, memory, agents' status)",
-	identity.ScopeToolsWrite: "call tools that create or change things: tasks, memory, messages to AI employees",
-	identity.ScopeToolsAdmin: "call administrative tools, such as creating, changing or removing AI employees",
+// ScopeWords says in plain words what each tool scope lets a client do. The
+// consent page shows them next to the tools each scope unlocks, and the
+// scope reference in docs/ is generated from them.
+var ScopeWords = map[string]string{
+	identity.ScopeToolsRead:  "see which tools you may use and call those that only read, such as the task list and your AI employees' status",
+	identity.ScopeToolsWrite: "call tools that create or change work: tasks, routines, reminders and messages to AI employees",
+	identity.ScopeToolsAdmin: "call administrative tools: create, change, spawn or remove AI employees",
 }
 
-type scopeLine struct{ Name, Words string }
+// scopeLine is one granted scope on the consent page: its words and the
+// tools it adds for this client.
+type scopeLine struct {
+	Name, Words string
+	Tools       []string
+}
 
-func describeScopes(scopes []string) []scopeLine {
+// describeScopes explains scopes for tenant t: each scope's words and the
+// tools whose minimum scope it is, among those the client will see
+// (tools.Registry.ClientTools). A tool is named once, under its own scope.
+func (s *Server) describeScopes(t identity.Tenant, scopes []string) []scopeLine {
+	var seen []*tools.Tool
+	if s.cfg.Tools != nil {
+		seen = s.cfg.Tools.ClientTools(t, scopes)
+	}
 	out := make([]scopeLine, 0, len(scopes))
-	for _, s := range scopes {
-		out = append(out, scopeLine{Name: s, Words: scopeWords[s]})
+	for _, sc := range scopes {
+		line := scopeLine{Name: sc, Words: ScopeWords[sc]}
+		for _, tl := range seen {
+			if tl.Scope == sc {
+				line.Tools = append(line.Tools, tl.Name)
+			}
+		}
+		out = append(out, line)
 	}
 	return out
 }

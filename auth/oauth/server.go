@@ -20,6 +20,7 @@ import (
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
 )
 
 // Config configures the authorization server. Zero durations take the
@@ -50,6 +51,9 @@ type Config struct {
 	// Limiter shares rate limit counts between replicas (Redis); nil
 	// counts in each replica's memory.
 	Limiter SharedLimiter
+	// Tools is the MCP endpoint's tool registry: the consent page names
+	// the tools each scope lets the client call. Nil names none.
+	Tools *tools.Registry
 }
 
 func (c *Config) defaults() {

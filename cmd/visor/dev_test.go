@@ -16,6 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/tools"
 )
 
 // TestDevFromNothing runs `visor dev --json FILE` against a database that
@@ -54,6 +57,15 @@ func TestDevFromNothing(t *testing.T) {
 	code, body = httpGet(t, r.base+"/api/v1/tenants/demo/agents", creds["operator_key"])
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, `"name":"assistant"`)
+	// The operator key sees every tool an operator may call: all but those
+	// that act for an AI employee's own process.
+	var operatorTools []string
+	for _, tl := range servedRegistry().Visible(&tools.Subject{Principal: identity.Principal{Kind: identity.KindOperator, Scopes: identity.AllScopes}}) {
+		operatorTools = append(operatorTools, tl.Name)
+	}
+	require.ElementsMatch(t, operatorTools, mcpTools(t, creds["mcp_url"], creds["operator_key"]))
+	require.Subset(t, operatorTools, []string{"agent_status", "tasks_create", "create_agent"})
+	require.NotContains(t, operatorTools, "capability_request")
 	// The agent key is the agent's, not an operator's.
 	code, _ = httpGet(t, r.base+"/api/v1/tenants/demo/agents", creds["agent_key"])
 	require.Equal(t, 403, code)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -172,3 +173,42 @@ func adminConn(t *testing.T) *pgx.Conn {
 
 // needRedis skips or fails the test when Redis is not there.
 func needRedis(t *testing.T) { redistest.New(t) }
+
+// mcpTools lists the tools token sees at mcpURL (protocol 2026-07-28,
+// one page).
+func mcpTools(t *testing.T, mcpURL, token string) []string {
+	t.Helper()
+	const version = "2026-07-28"
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"` + version + `",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequest(http.MethodPost, mcpURL, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", version)
+	req.Header.Set("Mcp-Method", "tools/list")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	require.Equal(t, http.StatusOK, res.StatusCode, string(raw))
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"result"`) {
+				raw = []byte(data)
+			}
+		}
+	}
+	var out struct {
+		Result struct{ Tools []struct{ Name string } }
+	}
+	require.NoError(t, json.Unmarshal(raw, &out), string(raw))
+	names := make([]string, 0, len(out.Result.Tools))
+	for _, tl := range out.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}

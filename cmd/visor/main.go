@@ -61,7 +61,7 @@ func commands() []command {
 	return []command{
 		serveCommand(), workerCommand(), migrateCommand(), devCommand(),
 		tenantCommand(), memberCommand(), agentCommand(), keyCommand(),
-		versionCommand(),
+		versionCommand(), docsCommand(),
 	}
 }
 

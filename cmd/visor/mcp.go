@@ -21,6 +21,8 @@ import (
 const subjectCacheTTL = time.Second
 
 // families are the tool families the MCP endpoint serves. Add yours here.
+// It must not use a's connections: `visor docs` calls it on a zero app to
+// list the declarations.
 func (a *app) families() []catalog.Family {
 	return []catalog.Family{
 		agents.NewService(a.ids, a.stores.identity, a.stores.reservations),
@@ -29,11 +31,10 @@ func (a *app) families() []catalog.Family {
 	}
 }
 
-// mountMCP builds the tool registry and the policy's view of callers,
-// starts the live hub on that view, and mounts the endpoint at
-// /t/:tenant/mcp behind auth's middleware.
-func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Resolver) error {
-	reg := catalog.New(a.families()...)
+// mountMCP builds the policy's view of callers of the tools in reg, starts
+// the live hub on that view, and mounts the endpoint at /t/:tenant/mcp
+// behind auth's middleware.
+func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Resolver, reg *tools.Registry) error {
 	subjects := tools.NewSubjects(a.stores.identity, a.grants, subjectCacheTTL)
 	// Every change this replica commits or hears drops the policy's
 	// cached rows and the resolver's cached credentials of the tenant.

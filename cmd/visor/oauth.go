@@ -10,6 +10,7 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/web/api"
 	"github.com/visorhq/visor/worker"
@@ -44,13 +45,14 @@ func loadOAuthConfig(get func(string) string, bad func(name, format string, args
 	return c
 }
 
-// mountOAuth builds the authorization server, makes resolver accept its
-// access tokens, member sessions and round tokens, registers its routes on
-// e, and returns its admin API resources.
-func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resolver, baseURL string) ([]api.Resource, error) {
+// mountOAuth builds the authorization server, whose consent page names the
+// tools of reg, makes resolver accept its access tokens, member sessions
+// and round tokens, registers its routes on e, and returns its admin API
+// resources.
+func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resolver, baseURL string, reg *tools.Registry) ([]api.Resource, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	as, err := a.oauthServer(ctx, baseURL)
+	as, err := a.oauthServer(ctx, baseURL, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -63,13 +65,14 @@ func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resol
 	return []api.Resource{api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds)}, nil
 }
 
-// oauthServer builds the authorization server for baseURL. Its sign-in,
-// registration and fetch limits count in Redis, so every replica draws on
-// one budget.
-func (a *app) oauthServer(ctx context.Context, baseURL string) (*oauth.Server, error) {
+// oauthServer builds the authorization server for baseURL, whose consent
+// page names the tools of reg. Its sign-in, registration and fetch limits
+// count in Redis, so every replica draws on one budget.
+func (a *app) oauthServer(ctx context.Context, baseURL string, reg *tools.Registry) (*oauth.Server, error) {
 	cfg := oauth.Config{
 		BaseURL: baseURL, HMACSecret: []byte(a.cfg.OAuth.HMACSecret), AccessTokenTTL: a.cfg.OAuth.AccessTokenTTL,
 		RefreshTokenTTL: a.cfg.OAuth.RefreshTokenTTL, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: a.cfg.OAuth.CIMDDevHosts},
+		Tools: reg,
 	}
 	if a.rdb != nil {
 		cfg.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)

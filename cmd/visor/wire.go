@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/catalog"
 	"github.com/visorhq/visor/web/api"
 	"github.com/visorhq/visor/web/server"
 	"github.com/visorhq/visor/worker"
@@ -29,7 +30,9 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 	if err := a.start(ctx, a.stores.audit); err != nil {
 		return err
 	}
-	oauthAPI, err := a.mountOAuth(ctx, s.Echo(), resolver, baseURL)
+	// One registry: the consent page names the tools the endpoint serves.
+	reg := catalog.New(a.families()...)
+	oauthAPI, err := a.mountOAuth(ctx, s.Echo(), resolver, baseURL, reg)
 	if err != nil {
 		return err
 	}
@@ -37,7 +40,7 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 	if err := a.mountRuntime(ctx, s, resolver); err != nil {
 		return err
 	}
-	return a.mountMCP(ctx, s, resolver)
+	return a.mountMCP(ctx, s, resolver, reg)
 }
 
 // adminAPI builds the admin JSON API with every area's resources.

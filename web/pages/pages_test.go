@@ -17,7 +17,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 var nonceRE = regexp.MustCompile(`[A-Za-z0-9_-]{22}`)
 
-type scope struct{ Name, Words string }
+type scope struct {
+	Name, Words string
+	Tools       []string
+}
 
 // TestPagesMatchGolden renders each page with fixed data (hostile strings
 // included, to show they are escaped) and compares it with its golden file.
@@ -31,7 +34,7 @@ func TestPagesMatchGolden(t *testing.T) {
 			Withheld                                                            []string
 		}{"Evil <b>Client</b>", "https://client.example/meta.json", "127.0.0.1:9999", "alice@acme.test",
 			"/t/acme/oauth/authorize?client_id=x&state=y", "csrf-token", "viewer",
-			[]scope{{"tools:read", "see the tools"}}, []string{"tools:write", "admin:write"}}},
+			[]scope{{"tools:read", "see the tools", []string{"agent_status", "<b>tasks_list</b>"}}, {"tools:write", "change things", nil}}, []string{"tools:write", "admin:write"}}},
 		"error.html": {Title: "Cannot continue", Tenant: "Acme", Data: "The redirect_uri is not one this application registered."},
 	} {
 		w := httptest.NewRecorder()

@@ -17,6 +17,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/board"
+	"github.com/visorhq/visor/services/catalog"
+	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
@@ -35,17 +39,49 @@ type tsResult struct {
 // SDK (installed from npm at the version testdata/tsclient pins) against a
 // real `visor serve`. The SDK does the whole OAuth discovery by itself —
 // the 401, the resource and authorization server metadata, dynamic
-// registration, PKCE, the token exchange — and the test plays the member
-// in the browser: it opens the URL the client prints, signs in, allows,
-// and follows the redirect to the client's loopback listener.
+// registration, PKCE, the token exchange — asking for the scopes the 401
+// advertises, and the test plays the member in the browser: it opens the
+// URL the client prints, signs in, allows, and follows the redirect to the
+// client's loopback listener. The owner's client gets every tool an OAuth
+// client may see, as the consent page said; a viewer's gets the two
+// read-only ones.
 func TestTypeScriptSDKOAuth(t *testing.T) {
 	t.Parallel()
 	dir := installNodeClient(t, "testdata/tsclient")
 	w := newWorld(t)
-	_, err := w.ids.CreateMember(context.Background(), w.acme.ID, "owner@acme.test", "correct horse battery", identity.RoleOwner)
-	require.NoError(t, err)
+	for email, role := range map[string]identity.Role{"owner@acme.test": identity.RoleOwner, "viewer@acme.test": identity.RoleViewer} {
+		_, err := w.ids.CreateMember(context.Background(), w.acme.ID, email, "correct horse battery", role)
+		require.NoError(t, err)
+	}
 	r := startReplica(t, "A", w.dbURL, privateRedis(t).URL())
+	var every []string
+	for _, tl := range catalog.New((*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil)).ClientTools(w.acme, identity.ToolScopes) {
+		every = append(every, tl.Name)
+	}
 
+	res, consent := runTSClient(t, dir, r, "owner@acme.test")
+	require.Equal(t, "visor", res.Server.Name)
+	require.Equal(t, "tools:read tools:write tools:admin", res.Scope)
+	require.ElementsMatch(t, every, res.Tools)
+	require.Subset(t, res.Tools, []string{"agent_status", "tasks_create", "create_agent", "agent_update", "agent_remove"})
+	require.Contains(t, res.AgentStatus, "ada: active")
+	for _, name := range res.Tools {
+		require.Contains(t, consent, "<code>"+name+"</code>", "the consent page names every tool the client gets")
+	}
+
+	res, consent = runTSClient(t, dir, r, "viewer@acme.test")
+	require.Equal(t, "tools:read", res.Scope)
+	require.ElementsMatch(t, []string{"agent_status", "tasks_list"}, res.Tools)
+	require.Contains(t, res.AgentStatus, "ada: active")
+	require.Contains(t, consent, "As a viewer you cannot grant <code>tools:write</code>, <code>tools:admin</code>")
+	require.NotContains(t, consent, "<code>create_agent</code>")
+}
+
+// runTSClient runs testdata/tsclient against r's acme endpoint, signs in
+// as email when it asks, and returns what it printed and the consent page
+// the member saw.
+func runTSClient(t *testing.T, dir string, r *replica, email string) (*tsResult, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "client.mjs", r.base+"/t/acme/mcp")
@@ -55,9 +91,10 @@ func TestTypeScriptSDKOAuth(t *testing.T) {
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	defer func() { cancel(); _ = cmd.Wait() }()
 
 	var res *tsResult
+	var consent string
 	sc := bufio.NewScanner(out)
 	for res == nil && sc.Scan() {
 		var line struct {
@@ -66,14 +103,12 @@ func TestTypeScriptSDKOAuth(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), sc.Text())
 		if line.Authorize != "" {
-			memberAllows(t, r, line.Authorize, "owner@acme.test", "correct horse battery")
+			consent = memberAllows(t, r, line.Authorize, email, "correct horse battery")
 		}
 		res = line.Result
 	}
 	require.NotNil(t, res, "the client ended without connecting:\n%s", stderr.String())
-	require.Equal(t, "visor", res.Server.Name)
-	require.Contains(t, res.Tools, "agent_status")
-	require.Contains(t, res.AgentStatus, "ada: active")
+	return res, consent
 }
 
 // installNodeClient copies the npm project in src to a temporary
@@ -113,8 +148,9 @@ type errorWithOutput struct {
 func (e errorWithOutput) Error() string { return e.err.Error() + ": " + string(e.out) }
 
 // memberAllows plays the member's browser on an authorization URL a client
-// opened: sign in, Allow, then follow the redirect to the client.
-func memberAllows(t *testing.T, r *replica, authorizeURL, email, password string) {
+// opened: sign in, Allow, then follow the redirect to the client. It
+// returns the consent page.
+func memberAllows(t *testing.T, r *replica, authorizeURL, email, password string) string {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -133,4 +169,5 @@ func memberAllows(t *testing.T, r *replica, authorizeURL, email, password string
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
+	return page
 }
