@@ -80,10 +80,16 @@ func TestStaticBinaryRunsAsNonRootInAnEmptyImage(t *testing.T) {
 		pgtest.Unavailable(t, "Docker Engine", firstLine(string(out), err))
 	}
 	dir := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(dir, "visor"), ".")
+	// The same flags as deploy/Dockerfile and .goreleaser.yaml, so the
+	// version printed is the one stamped in at link time.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath",
+		"-ldflags", "-s -w -X main.version=v0.0.0-stamped -X main.commit=0123456789ab", "-o", filepath.Join(dir, "visor"), ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	out, err = exec.CommandContext(ctx, filepath.Join(dir, "visor"), "version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `^visor v0\.0\.0-stamped \(commit 0123456789ab, go1\.`, string(out), "visor version must print the stamped version and commit")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "Dockerfile"),
 		[]byte("FROM scratch\nCOPY visor /visor\nUSER 65532:65532\nENTRYPOINT [\"/visor\"]\n"), 0o644))
 
@@ -94,7 +100,7 @@ func TestStaticBinaryRunsAsNonRootInAnEmptyImage(t *testing.T) {
 
 	out, err = exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", tag, "version").CombinedOutput()
 	require.NoError(t, err, "the static binary does not run in an empty image: %s", out)
-	require.Contains(t, string(out), "visor")
+	require.Contains(t, string(out), "visor v0.0.0-stamped")
 	out, err = exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Config.User}}", tag).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "65532:65532", strings.TrimSpace(string(out)))
@@ -112,3 +118,62 @@ type cmdError struct{ msg string }
 func (e *cmdError) Error() string { return e.msg }
 
 func randSuffix() string { return strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "") }
+
+// TestReleaseRecipeStampsTheVersion: the GoReleaser recipe builds static
+// Linux binaries for amd64 and arm64 of ./cmd/visor with the version and
+// commit linked into the variables `visor version` prints, archives the
+// LICENSE and CHANGELOG with them, and builds the image from a Dockerfile
+// that exists. (CI runs `goreleaser check` and a snapshot build of it.)
+func TestReleaseRecipeStampsTheVersion(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../.goreleaser.yaml")
+	require.NoError(t, err)
+	var cfg struct {
+		Version int `yaml:"version"`
+		Builds  []struct {
+			Main    string   `yaml:"main"`
+			Env     []string `yaml:"env"`
+			Goos    []string `yaml:"goos"`
+			Goarch  []string `yaml:"goarch"`
+			Ldflags []string `yaml:"ldflags"`
+		} `yaml:"builds"`
+		Archives []struct {
+			Files []string `yaml:"files"`
+		} `yaml:"archives"`
+		Dockers []struct {
+			Dockerfile string   `yaml:"dockerfile"`
+			Platforms  []string `yaml:"platforms"`
+		} `yaml:"dockers_v2"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &cfg))
+	require.Equal(t, 2, cfg.Version)
+	require.Len(t, cfg.Builds, 1)
+	b := cfg.Builds[0]
+	require.Equal(t, "./cmd/visor", b.Main)
+	require.Contains(t, b.Env, "CGO_ENABLED=0", "release binaries must be static")
+	require.Equal(t, []string{"linux"}, b.Goos)
+	require.ElementsMatch(t, []string{"amd64", "arm64"}, b.Goarch)
+	ld := strings.Join(b.Ldflags, " ")
+	require.Contains(t, ld, "-X main.version={{ .Version }}")
+	require.Contains(t, ld, "-X main.commit={{ .ShortCommit }}")
+	require.Len(t, cfg.Archives, 1)
+	for _, f := range cfg.Archives[0].Files {
+		_, err := os.Stat(filepath.Join("../..", f))
+		require.NoError(t, err, "the archive lists %s", f)
+	}
+	require.Subset(t, cfg.Archives[0].Files, []string{"LICENSE", "CHANGELOG.md"})
+	require.Len(t, cfg.Dockers, 1)
+	df, err := os.ReadFile(filepath.Join("../..", cfg.Dockers[0].Dockerfile))
+	require.NoError(t, err)
+	require.Contains(t, string(df), "COPY ${TARGETPLATFORM}/visor ")
+	require.Regexp(t, `(?m)^USER nonroot`, string(df))
+	require.ElementsMatch(t, []string{"linux/amd64", "linux/arm64"}, cfg.Dockers[0].Platforms)
+
+	license, err := os.ReadFile("../../LICENSE")
+	require.NoError(t, err)
+	require.Contains(t, string(license), "Apache License\n                           Version 2.0, January 2004")
+	require.Contains(t, string(license), "END OF TERMS AND CONDITIONS")
+	changelog, err := os.ReadFile("../../CHANGELOG.md")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^## \[Unreleased\]$`, string(changelog))
+}
