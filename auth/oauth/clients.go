@@ -22,7 +22,10 @@ type clientLoader struct {
 	store   credentials.Store
 	urls    auth.URLs
 	fetcher *Fetcher
-	fetches *limiter // document fetches per tenant
+	// fetches counts document fetches per tenant and source address;
+	// fetchCeiling counts them per tenant, from every address together.
+	fetches      *limiter
+	fetchCeiling *limiter
 	ttl     time.Duration
 	now     func() time.Time
 }
@@ -48,7 +51,10 @@ func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id s
 	if err != nil && !fault.Is(err, fault.NotFound) {
 		return c, err
 	}
-	if !l.fetches.allow(ctx, t.ID.String()) {
+	if !l.fetches.allow(ctx, t.ID.String()+"|"+sourceFrom(ctx)) {
+		return c, fosite.ErrInvalidClient.WithHint("Too many client metadata documents fetched from your address; try again in a minute.")
+	}
+	if !l.fetchCeiling.allow(ctx, t.ID.String()) {
 		return c, fosite.ErrInvalidClient.WithHint("Too many client metadata documents fetched for this tenant; try again in a minute.")
 	}
 	doc, err := l.fetcher.Fetch(ctx, id)

@@ -122,6 +122,9 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 	e.resolver.Rounds = auth.NewRounds(e.creds, ids)
 
 	ec := echo.New()
+	// The test client is a trusted proxy (loopback): tests set
+	// X-Forwarded-For to speak from other addresses.
+	ec.IPExtractor = echo.ExtractIPFromXFFHeader()
 	e.server.Register(ec, e.resolver.LoadTenant())
 	probe := func(c echo.Context) error {
 		p, _ := identity.PrincipalFrom(c.Request().Context())

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/labstack/echo/v4"
 )
 
 // Limit allows N events per window Per.
@@ -117,4 +119,23 @@ func sourceKey(realIP string) string {
 		return p.String()
 	}
 	return a.String()
+}
+
+type sourceKeyCtx struct{}
+
+// withSource puts the request's source address (sourceKey) in its context,
+// for limits counted below the handlers (metadata document fetches).
+func withSource(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), sourceKeyCtx{}, sourceKey(c.RealIP()))))
+		return next(c)
+	}
+}
+
+// sourceFrom returns the source address withSource recorded, or "" when
+// the request did not pass through it.
+func sourceFrom(ctx context.Context) string {
+	s, _ := ctx.Value(sourceKeyCtx{}).(string)
+	return s
 }

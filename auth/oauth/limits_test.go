@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -34,4 +35,34 @@ func TestSuccessfulSignInsDoNotCountAsFailures(t *testing.T) {
 	right := url.Values{"csrf_token": {csrf}, "email": {"alice@acme.test"}, "password": {password}}
 	res := b.post(e.base+"/t/acme/login", right, e.base)
 	require.Equal(t, http.StatusTooManyRequests, res.status, "after 3 failures even the right password waits")
+}
+
+// TestMetadataFetchFloodLocksOutOnlyTheFlooder: authorization requests
+// naming new metadata documents from one address spend that address's
+// fetch budget only; a client at another address in the same tenant still
+// has its document fetched.
+func TestMetadataFetchFloodLocksOutOnlyTheFlooder(t *testing.T) {
+	t.Parallel()
+	rl := redisx.NewRateLimiter(redistest.New(t).Client, redistest.Prefix(t))
+	e := newEnv(t, func(c *oauth.Config) { c.FetchLimit = oauth.Limit{N: 2, Per: time.Hour}; c.Limiter = rl })
+	redirect := "https://client.example/cb"
+	_, challenge := pkce()
+	b := e.browser()
+	authorize := func(doc, from string) page {
+		id := e.cimdClient(doc, redirect)
+		req, err := http.NewRequest(http.MethodGet, e.authorizeURL(authz{tenant: "acme", clientID: id, redirect: redirect,
+			state: "s", challenge: challenge, method: "S256"}), nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-For", from)
+		return b.do(req)
+	}
+	for i := range 2 {
+		p := authorize(fmt.Sprintf("/flood/%d.json", i), "198.51.100.7")
+		require.Equal(t, http.StatusOK, p.status, "fetch %d: %s", i+1, p.body)
+	}
+	p := authorize("/flood/2.json", "198.51.100.7")
+	require.Equal(t, http.StatusBadRequest, p.status)
+	require.Contains(t, p.body, "Too many client metadata documents fetched from your address")
+	p = authorize("/real-client.json", "203.0.113.9")
+	require.Equal(t, http.StatusOK, p.status, "a client at another address: %s", p.body)
 }

@@ -47,7 +47,11 @@ type Config struct {
 	// RegisterCeiling bounds the clients dynamic registration creates per
 	// tenant, from every address together [1000 per hour].
 	RegisterCeiling Limit
-	FetchLimit      Limit // metadata document fetches per tenant [60 per minute]
+	// FetchLimit bounds metadata document fetches per tenant and source
+	// address [20 per minute]; FetchCeiling bounds them per tenant, from
+	// every address together [600 per minute].
+	FetchLimit   Limit
+	FetchCeiling Limit
 	// Limiter shares rate limit counts between replicas (Redis); nil
 	// counts in each replica's memory.
 	Limiter SharedLimiter
@@ -71,7 +75,10 @@ func (c *Config) defaults() {
 		c.LoginLimit = Limit{N: 10, Per: 5 * time.Minute}
 	}
 	if c.FetchLimit.N == 0 {
-		c.FetchLimit = Limit{N: 60, Per: time.Minute}
+		c.FetchLimit = Limit{N: 20, Per: time.Minute}
+	}
+	if c.FetchCeiling.N == 0 {
+		c.FetchCeiling = Limit{N: 600, Per: time.Minute}
 	}
 	if c.RegisterLimit.N == 0 {
 		c.RegisterLimit = Limit{N: 20, Per: time.Hour}
@@ -123,7 +130,7 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 	csrf := sha256.Sum256(append([]byte("visor csrf\x00"), secret...))
 	s.csrfKey = csrf[:]
 	s.clients = &clientLoader{store: store, urls: urls, fetcher: NewFetcher(cfg.Fetcher), ttl: cfg.MetadataTTL, now: time.Now,
-		fetches: newLimiter("cimd-fetch", cfg.FetchLimit, cfg.Limiter)}
+		fetches: newLimiter("cimd-fetch-source", cfg.FetchLimit, cfg.Limiter), fetchCeiling: newLimiter("cimd-fetch-tenant", cfg.FetchCeiling, cfg.Limiter)}
 	fc := &fosite.Config{
 		AccessTokenLifespan:            cfg.AccessTokenTTL,
 		RefreshTokenLifespan:           cfg.RefreshTokenTTL,
@@ -179,7 +186,7 @@ func (s *Server) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 		e.GET(p, s.noRootMetadata, cors)
 		e.OPTIONS(p, preflight, cors)
 	}
-	g := e.Group("/t/:tenant", tenant)
+	g := e.Group("/t/:tenant", tenant, withSource)
 	g.GET("/oauth/authorize", s.authorize)
 	g.POST("/oauth/authorize", s.authorize)
 	g.POST("/oauth/token", s.token, cors)
