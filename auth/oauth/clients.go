@@ -26,8 +26,8 @@ type clientLoader struct {
 	// fetchCeiling counts them per tenant, from every address together.
 	fetches      *limiter
 	fetchCeiling *limiter
-	ttl     time.Duration
-	now     func() time.Time
+	ttl          time.Duration
+	now          func() time.Time
 }
 
 // load returns the tenant's client id. Unknown ids are fosite.ErrNotFound
