@@ -51,7 +51,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, extra ...api.Resource) *api.API 
 	})
 	// Other areas: adm.Add(yourResource)
 	adm.Add(api.NewGrants(a.grants))
-	adm.Add(api.NewBoard(a.board))
+	adm.Add(api.NewBoard(a.board), api.NewRuntime(a.rounds))
 	adm.Add(extra...)
 	return adm
 }

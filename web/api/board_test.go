@@ -18,6 +18,7 @@ import (
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
@@ -26,7 +27,7 @@ import (
 )
 
 // boardFixture is the admin API with the board and grants resources on
-// real Postgres: tenants acme (employee ada, whose scoped_tools name
+// real Postgres, with the runtime resource: tenants acme (employee ada, whose scoped_tools name
 // secret_*) and globex, each with an operator key. Grant changes are
 // recorded as the live streams would hear them.
 type boardFixture struct {
@@ -75,7 +76,8 @@ func newBoardFixture(t *testing.T) *boardFixture {
 		Directory: store, Staff: ids, Grants: gs, Logger: log})
 	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	adm.Add(api.NewGrants(gs), api.NewBoard(bs))
+	rs := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Logger: log})
+	adm.Add(api.NewGrants(gs), api.NewBoard(bs), api.NewRuntime(rs))
 	adm.Register(e)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
