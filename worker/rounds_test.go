@@ -38,6 +38,8 @@ type receiver struct {
 	got    []delivery
 	status atomic.Int32
 	hold   chan struct{} // when set, requests wait on it before answering
+	// onReceive, when set, sees every payload as it arrives.
+	onReceive func(rounds.Payload)
 }
 
 type delivery struct {
@@ -47,7 +49,7 @@ type delivery struct {
 	payload  rounds.Payload
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t testing.TB) *receiver {
 	r := &receiver{}
 	r.status.Store(http.StatusNoContent)
 	r.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -57,6 +59,9 @@ func newReceiver(t *testing.T) *receiver {
 		d := delivery{path: req.URL.Path, id: req.Header.Get(rounds.HeaderID), verified: err == nil && id != ""}
 		_ = json.Unmarshal(body, &d.payload)
 		r.got = append(r.got, d)
+		if r.onReceive != nil {
+			r.onReceive(d.payload)
+		}
 		hold := r.hold
 		r.mu.Unlock()
 		if hold != nil {
@@ -103,7 +108,7 @@ type roundsEnv struct {
 	gil          identity.Agent
 }
 
-func newRoundsEnv(t *testing.T, guarded bool) *roundsEnv {
+func newRoundsEnv(t testing.TB, guarded bool) *roundsEnv {
 	t.Helper()
 	e := &roundsEnv{ctx: context.Background(), db: pgtest.New(t), rcv: newReceiver(t)}
 	log := slog.New(slog.DiscardHandler)

@@ -56,7 +56,8 @@ type Options struct {
 	DrainTimeout time.Duration
 	// RescueAfter is how long a job may stay running past its own timeout
 	// before the leader hands it to another worker: the jobs of a worker
-	// that was killed (2 min if zero).
+	// that was killed (2 min if zero). Below a minute it also becomes the
+	// timeout of jobs that set none (River requires it).
 	RescueAfter time.Duration
 }
 
@@ -85,7 +86,7 @@ func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 	}
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger: riverLogger(o.Logger), Queues: queues, Workers: reg.workers, PeriodicJobs: reg.periodic,
-		RescueStuckJobsAfter: o.RescueAfter,
+		RescueStuckJobsAfter: o.RescueAfter, JobTimeout: min(o.RescueAfter, river.JobTimeoutDefault),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure job runner: %w", err)
