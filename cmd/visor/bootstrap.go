@@ -21,8 +21,12 @@ import (
 
 type action struct {
 	name, args, help string
-	run              func(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, args []string) error
-	flags            func(fs *flag.FlagSet)
+	// audit is the admin API operation id of the change the action makes
+	// ("" for an action that reads): its runs are recorded in the audit
+	// trail under that name (recorded).
+	audit string
+	run   func(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, args []string) error
+	flags func(fs *flag.FlagSet)
 }
 
 func bootstrapCommand(name, summary, detail string, actions ...action) command {
@@ -31,7 +35,7 @@ func bootstrapCommand(name, summary, detail string, actions ...action) command {
 		fmt.Fprintf(&b, "\n  visor %s %s %s\n      %s", name, ac.name, ac.args, ac.help)
 	}
 	return command{
-		name: name, args: "<action> [flags]", summary: summary,
+		name: name, args: "<action> [flags]", summary: summary, actions: actions,
 		detail: detail + "\n\nactions:" + b.String() + "\n\nRun `visor " + name + " <action> -h` for an action's flags.",
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -67,7 +71,12 @@ func bootstrapCommand(name, summary, detail string, actions ...action) command {
 					return err
 				}
 				defer a.Close()
-				return ac.run(ctx, a, e.stdout, afs, afs.Args())
+				if ac.audit == "" {
+					return ac.run(ctx, a, e.stdout, afs, afs.Args())
+				}
+				return recorded(ctx, a, ac, afs, afs.Args(), func(ctx context.Context) error {
+					return ac.run(ctx, a, e.stdout, afs, afs.Args())
+				})
 			}
 			fmt.Fprintf(e.stderr, "visor %s: unknown action %q; run `visor %s -h`\n", name, args[0], name)
 			return errUsage
@@ -100,6 +109,9 @@ func lookupTenant(ctx context.Context, a *app, fs *flag.FlagSet) (identity.Tenan
 	if fault.Is(err, fault.NotFound) {
 		return t, fmt.Errorf("no tenant %q; list them with `visor tenant list`", str(fs, "tenant"))
 	}
+	if err == nil {
+		noteTenant(ctx, t.ID)
+	}
 	return t, err
 }
 
@@ -114,7 +126,14 @@ func table(w io.Writer, header string, rows [][]string) error {
 
 func cliErr(err error) error {
 	if c := fault.CodeOf(err); c != fault.Internal && c != "" {
-		return fmt.Errorf("%s", fault.Message(err))
+		return shownErr{err}
 	}
 	return err
 }
+
+// shownErr prints only a domain error's caller-safe message, and keeps the
+// error (and its fault code) in the chain.
+type shownErr struct{ err error }
+
+func (e shownErr) Error() string { return fault.Message(e.err) }
+func (e shownErr) Unwrap() error { return e.err }

@@ -12,7 +12,7 @@ import (
 func agentCommand() command {
 	return bootstrapCommand("agent", "create and list a tenant's agents (AI employees)",
 		"Agents are a tenant's AI employees; each calls Visor with its own key (see `visor key`).",
-		action{name: "create", args: "-tenant SLUG -name NAME [-department D] [-role R] [-reports-to NAME]",
+		action{name: "create", args: "-tenant SLUG -name NAME [-department D] [-role R] [-reports-to NAME]", audit: "createAgent",
 			help: "create an agent with default (nothing opted in) settings",
 			flags: func(fs *flag.FlagSet) {
 				tenantFlag(fs)
@@ -41,6 +41,7 @@ func agentCommand() command {
 				if err != nil {
 					return cliErr(err)
 				}
+				noteObject(ctx, "agent", ag.ID)
 				fmt.Fprintf(w, "created agent %s in %s (%s)\n", ag.Name, t.Slug, ag.ID)
 				return nil
 			}},

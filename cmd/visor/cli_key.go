@@ -17,7 +17,7 @@ func keyCommand() command {
 	return bootstrapCommand("key", "create, list and revoke API keys",
 		"Operator keys act as no agent; agent keys act as one agent. A key's scopes bind it on the admin API and the MCP\n"+
 			"endpoint alike (default: every scope for an operator key, every tool scope for an agent key).",
-		action{name: "create", args: "-tenant SLUG [-agent NAME] [-name NAME] [-scopes a,b]",
+		action{name: "create", args: "-tenant SLUG [-agent NAME] [-name NAME] [-scopes a,b]", audit: "createKey",
 			help: "create a key and print its token once; with -agent it is that agent's key",
 			flags: func(fs *flag.FlagSet) {
 				tenantFlag(fs)
@@ -45,6 +45,7 @@ func keyCommand() command {
 				if err != nil {
 					return cliErr(err)
 				}
+				noteObject(ctx, "key", k.ID)
 				fmt.Fprintf(w, "created %s key %s (%s)\n%s\n(the token is shown once)\n", k.Kind, k.Name, k.ID, token)
 				return nil
 			}},
@@ -72,7 +73,7 @@ func keyCommand() command {
 				}
 				return table(w, "ID\tKIND\tNAME\tSCOPES\tSTATE\tCREATED BY", rows)
 			}},
-		action{name: "revoke", args: "-tenant SLUG KEY_ID", help: "revoke a key", flags: tenantFlag,
+		action{name: "revoke", args: "-tenant SLUG KEY_ID", help: "revoke a key", flags: tenantFlag, audit: "revokeKey",
 			run: func(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, args []string) error {
 				t, err := lookupTenant(ctx, a, fs)
 				if err != nil {
@@ -85,6 +86,7 @@ func keyCommand() command {
 				if err != nil {
 					return fmt.Errorf("%s: %q is not a key id", fs.Name(), args[0])
 				}
+				noteObject(ctx, "key", id)
 				k, err := a.ids.RevokeKey(ctx, t.ID, id)
 				if err != nil {
 					return cliErr(err)

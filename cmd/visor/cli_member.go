@@ -12,7 +12,7 @@ import (
 func memberCommand() command {
 	return bootstrapCommand("member", "add and list a tenant's members (dashboard users)",
 		"Members sign in to the dashboard and approve OAuth consent. Roles: owner, admin, operator, viewer.",
-		action{name: "create", args: "-tenant SLUG -email EMAIL [-role owner] [-password PW]",
+		action{name: "create", args: "-tenant SLUG -email EMAIL [-role owner] [-password PW]", audit: "createMember",
 			help: "add a member; without -password one is generated and printed once",
 			flags: func(fs *flag.FlagSet) {
 				tenantFlag(fs)
@@ -36,6 +36,7 @@ func memberCommand() command {
 				if err != nil {
 					return cliErr(err)
 				}
+				noteObject(ctx, "member", m.ID)
 				fmt.Fprintf(w, "added %s as %s of %s (%s)\n", m.Email, m.Role, t.Slug, m.ID)
 				if shown {
 					fmt.Fprintf(w, "password: %s\n(shown once; change it in the dashboard)\n", pw)

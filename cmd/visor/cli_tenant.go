@@ -10,7 +10,7 @@ import (
 
 func tenantCommand() command {
 	return bootstrapCommand("tenant", "create and list tenants", "Tenants are organizations; everything else belongs to one.",
-		action{name: "create", args: "-slug SLUG -name NAME", help: "create a tenant",
+		action{name: "create", args: "-slug SLUG -name NAME", help: "create a tenant", audit: "createTenant",
 			flags: func(fs *flag.FlagSet) {
 				fs.String("slug", "", "URL name, 3-40 of a-z 0-9 - (required)")
 				fs.String("name", "", "display name (required)")
@@ -23,6 +23,8 @@ func tenantCommand() command {
 				if err != nil {
 					return cliErr(err)
 				}
+				noteTenant(ctx, t.ID) // a new tenant's first row is its creation
+				noteObject(ctx, "tenant", t.ID)
 				fmt.Fprintf(w, "created tenant %s (%s)\n", t.Slug, t.ID)
 				return nil
 			}},

@@ -55,6 +55,7 @@ type command struct {
 	summary string // one line for `visor help`
 	detail  string // paragraph for `visor help CMD` and `visor CMD -h`
 	run     func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
+	actions []action // a bootstrap command's actions
 }
 
 func commands() []command {
