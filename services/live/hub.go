@@ -125,6 +125,12 @@ type entry struct {
 	// gone is set when the hub closed the stream for a revoked credential
 	// and removed it; its unregister function is then a no-op.
 	gone bool
+	// opening is set while Open computes the stream's first set. The
+	// caller has not yet been told the stream is open (a listen stream is
+	// acknowledged after Open returns), so whatever it lists next already
+	// includes any change made meanwhile: a recompute then records the set
+	// without announcing it.
+	opening bool
 }
 
 // NewHub returns a hub; call Start before use and Stop when done.
@@ -195,6 +201,7 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 	t.streams++
 	e.set = pr.last
 	known := e.set != toolSet{}
+	e.opening = !known
 	h.mu.Unlock()
 
 	if !known {
@@ -205,15 +212,17 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 			h.log.WarnContext(ctx, "compute visible tools for a new stream", "tenant", p.TenantID, "err", err)
 			h.mu.Lock()
 			t.failed = true
+			e.opening = false
 			h.mu.Unlock()
 		} else {
 			set := makeSet(names)
 			h.mu.Lock()
-			// A recompute that ran meanwhile already set (and announced) a
-			// newer set; keep it.
+			// A recompute that ran meanwhile already recorded a newer set;
+			// keep it.
 			if e.set == (toolSet{}) {
 				e.set, pr.last = set, set
 			}
+			e.opening = false
 			h.mu.Unlock()
 		}
 	}

@@ -305,3 +305,44 @@ func TestHubOpenAndCloseRaceWithEvents(t *testing.T) {
 	wg.Wait()
 	require.Eventually(t, func() bool { return f.hub.Stats().Streams == 0 && f.hub.Stats().Tenants == 0 }, 2*time.Second, 10*time.Millisecond)
 }
+
+// TestChangeWhileAStreamOpensIsNotAnnouncedOnIt: a recompute that runs
+// while Open is still computing a new stream's first set records the set
+// without announcing it (the client is told the stream is open only after
+// Open returns, so its next listing includes the change); the next change
+// is announced as usual.
+func TestChangeWhileAStreamOpensIsNotAnnouncedOnIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	ada := uuid.New()
+	f.pol.set(ada, "a")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	visible := func(ctx context.Context, p identity.Principal) ([]string, error) {
+		if first.CompareAndSwap(false, true) { // Open's computation
+			close(entered)
+			<-release
+		}
+		return f.pol.visible(ctx, p)
+	}
+	hub := live.NewHub(live.Config{Visible: visible, Versions: f.db, ReconcileEvery: time.Hour, Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, hub.Start(context.Background()))
+	t.Cleanup(hub.Stop)
+
+	s := &fakeStream{p: identity.Principal{TenantID: f.ta, Kind: identity.KindEmployee, AgentID: ada, CredentialID: "k"}}
+	opened := make(chan func(), 1)
+	go func() { opened <- hub.Open(context.Background(), s) }()
+	<-entered
+	f.pol.set(ada, "a", "b")
+	hub.Handle(f.commit(t, f.ta, ada))
+	require.Eventually(t, func() bool { return f.pol.calls.Load() == 1 }, 5*time.Second, 5*time.Millisecond, "the recompute ran")
+	settle()
+	close(release)
+	t.Cleanup(<-opened)
+	settle()
+	require.Zero(t, s.n.Load(), "a change made while the stream opened was announced on it")
+
+	f.pol.set(ada, "a")
+	hub.Handle(f.commit(t, f.ta, ada))
+	require.Eventually(t, func() bool { return s.n.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
+}

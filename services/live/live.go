@@ -32,7 +32,10 @@ type Stream interface {
 // Streams tracks the live streams of this replica.
 type Streams interface {
 	// Open registers s and returns the function that unregisters it, which
-	// the caller must call when the stream ends.
+	// the caller must call when the stream ends. The caller tells its
+	// client the stream is open only after Open returns: a change made
+	// while Open runs is not announced on s, because the client's next
+	// listing already includes it.
 	Open(ctx context.Context, s Stream) (unregister func())
 }
 

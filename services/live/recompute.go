@@ -211,7 +211,9 @@ func (h *Hub) recompute(ctx context.Context, t *tenant, pr *principal) error {
 	for e := range pr.streams {
 		if e.set != set {
 			e.set = set
-			notify = append(notify, e.s)
+			if !e.opening {
+				notify = append(notify, e.s)
+			}
 		}
 	}
 	h.notified += int64(len(notify))

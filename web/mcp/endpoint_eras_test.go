@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,6 +223,53 @@ func TestListChangedReachesOneStream(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("legacy GET stream got no list_changed")
 	}
+	cancel()
+	f.hub.wait(t, 0)
+}
+
+// TestListenStreamRegisteredBeforeItsAcknowledgment: the client hears the
+// acknowledgment only once the stream is registered with the hub, so no
+// change made after the acknowledgment can go unannounced, and none made
+// while the hub registers it is announced on it.
+func TestListenStreamRegisteredBeforeItsAcknowledgment(t *testing.T) {
+	f := newFixture(t)
+	heard := make(chan struct{})
+	var early atomic.Bool
+	f.hub.opening = func(live.Stream) {
+		select {
+		case <-heard:
+			early.Store(true)
+		case <-time.After(time.Second):
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`
+	post, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(body))
+	for k, v := range modernHeaders("subscriptions/listen", "") {
+		post.Header.Set(k, v)
+	}
+	post.Header.Set("Authorization", "Bearer op")
+	post.Header.Set("Content-Type", "application/json")
+	post.Header.Set("Accept", "application/json, text/event-stream")
+	events := make(chan string, 10)
+	go func() {
+		resp, err := http.DefaultClient.Do(post)
+		if err != nil {
+			close(events)
+			return
+		}
+		readEvents(resp, events)
+	}()
+	select {
+	case ev := <-events:
+		require.Contains(t, ev, "notifications/subscriptions/acknowledged")
+		close(heard)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no acknowledgment")
+	}
+	f.hub.wait(t, 1)
+	require.False(t, early.Load(), "the acknowledgment was sent before the stream was registered")
 	cancel()
 	f.hub.wait(t, 0)
 }

@@ -48,12 +48,19 @@ func (d *dir) Agent(_ context.Context, tid, id uuid.UUID) (identity.Agent, error
 type hub struct {
 	mu      sync.Mutex
 	streams []live.Stream
+	// opening, when set, runs inside Open after the stream is recorded, as
+	// a hub's computation of the stream's first set would.
+	opening func(live.Stream)
 }
 
 func (h *hub) Open(_ context.Context, s live.Stream) func() {
 	h.mu.Lock()
 	h.streams = append(h.streams, s)
+	opening := h.opening
 	h.mu.Unlock()
+	if opening != nil {
+		opening(s)
+	}
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()

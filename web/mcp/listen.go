@@ -36,19 +36,25 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	s := &listenStream{p: p, w: w, f: flusher, id: pk.ID, revoked: make(chan struct{})}
-	if err := s.send(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
-		string(pk.ID) + `},"notifications":{"toolsListChanged":true}}}`); err != nil {
+	s := &listenStream{p: p, w: w, f: flusher, id: pk.ID, acked: make(chan struct{}), revoked: make(chan struct{})}
+	// Registered before the acknowledgment: once the client hears it, every
+	// later change to its tools is announced on this stream.
+	unregister := h.streams.Open(r.Context(), s)
+	defer func() {
+		unregister()
+		s.close()
+	}()
+	err := s.write(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
+		string(pk.ID) + `},"notifications":{"toolsListChanged":true}}}`)
+	close(s.acked)
+	if err != nil {
 		return true
 	}
-	unregister := h.streams.Open(r.Context(), s)
 	select {
 	case <-r.Context().Done():
 	case <-h.closing:
 	case <-s.revoked:
 	}
-	unregister()
-	s.close()
 	return true
 }
 
@@ -72,6 +78,7 @@ type listenStream struct {
 	f    http.Flusher
 	done bool
 
+	acked      chan struct{} // closed once the acknowledgment was written
 	revoked    chan struct{} // closed by Close
 	revokeOnce sync.Once
 }
@@ -83,13 +90,20 @@ var errStreamClosed = errors.New("listen stream closed")
 func (s *listenStream) Principal() identity.Principal { return s.p }
 
 // NotifyToolsChanged writes notifications/tools/list_changed, tagged with
-// the listen request's id, on this stream only.
-func (s *listenStream) NotifyToolsChanged(context.Context) error {
-	return s.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
+// the listen request's id, on this stream only, after the acknowledgment.
+func (s *listenStream) NotifyToolsChanged(ctx context.Context) error {
+	select {
+	case <-s.acked:
+	case <-s.revoked:
+		return errStreamClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
 		string(s.id) + `}}}`)
 }
 
-func (s *listenStream) send(msg string) error {
+func (s *listenStream) write(msg string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
