@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,4 +178,122 @@ func TestReleaseRecipeStampsTheVersion(t *testing.T) {
 	changelog, err := os.ReadFile("../../CHANGELOG.md")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^## \[Unreleased\]$`, string(changelog))
+}
+
+// TestExampleEnvFileListsEveryVariable compares the variables the code
+// reads (every VISOR_*/OTEL_* name in a non-test Go file; VISOR_TEST_* are
+// the test suite's own) with envVars, and envVars with
+// deploy/visor.env.example, both ways; the compose file and the Helm chart
+// may only set variables that exist.
+func TestExampleEnvFileListsEveryVariable(t *testing.T) {
+	t.Parallel()
+	name := regexp.MustCompile(`\b(?:VISOR|OTEL)_[A-Z0-9_]*[A-Z0-9]\b`)
+	documented := map[string]bool{}
+	for _, v := range envVars {
+		documented[v.Name] = true
+	}
+
+	inCode := map[string]string{}
+	require.NoError(t, filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != "../.." || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, n := range name.FindAllString(string(src), -1) {
+			if !strings.HasPrefix(n, "VISOR_TEST_") {
+				inCode[n] = path
+			}
+		}
+		return nil
+	}))
+	for n, path := range inCode {
+		require.True(t, documented[n], "%s names %s, which is not in envVars (config.go)", path, n)
+	}
+	for n := range documented {
+		require.Contains(t, inCode, n, "envVars documents %s, which no code reads", n)
+	}
+
+	example, err := os.ReadFile("../../deploy/visor.env.example")
+	require.NoError(t, err)
+	inExample := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#? ?([A-Z][A-Z0-9_]*)=`).FindAllStringSubmatch(string(example), -1) {
+		require.False(t, inExample[m[1]], "deploy/visor.env.example lists %s twice", m[1])
+		inExample[m[1]] = true
+		require.True(t, documented[m[1]], "deploy/visor.env.example sets %s, which Visor does not read", m[1])
+	}
+	for n := range documented {
+		require.True(t, inExample[n], "deploy/visor.env.example must list %s (commented out at its default is fine)", n)
+	}
+
+	var chart []string
+	require.NoError(t, filepath.WalkDir("../../deploy/helm/visor", func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			chart = append(chart, path)
+		}
+		return err
+	}))
+	for _, f := range chart {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, n := range name.FindAllString(string(b), -1) {
+			require.True(t, documented[n], "%s sets %s, which Visor does not read", f, n)
+		}
+	}
+	raw, err := os.ReadFile("../../deploy/compose.yaml") // its ${VISOR_PORT} is compose's own
+	require.NoError(t, err)
+	var compose struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+	for svc, s := range compose.Services {
+		for n := range s.Environment {
+			require.True(t, documented[n] || svc == "postgres", "compose.yaml's %s sets %s, which Visor does not read", svc, n)
+		}
+	}
+}
+
+// TestComposeProbesServeAndWorkerWithoutAShell: serve and worker have
+// healthchecks that run the binary itself (the image has no shell or
+// curl), the worker's probe has its listener, and Postgres' password has
+// no default that would reach production.
+func TestComposeProbesServeAndWorkerWithoutAShell(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../deploy/compose.yaml")
+	require.NoError(t, err)
+	var compose struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+			Healthcheck struct {
+				Test []string `yaml:"test"`
+			} `yaml:"healthcheck"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+	serve, worker := compose.Services["serve"], compose.Services["worker"]
+	require.Equal(t, []string{"CMD", "/usr/local/bin/visor", "healthcheck", "-ready"}, serve.Healthcheck.Test)
+	require.Equal(t, []string{"CMD", "/usr/local/bin/visor", "healthcheck", "-worker", "-ready"}, worker.Healthcheck.Test)
+	require.NotEmpty(t, worker.Environment["VISOR_WORKER_HTTP_ADDR"], "the worker's healthcheck needs its probe listener")
+	ok := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer ok.Close()
+	for _, args := range [][]string{serve.Healthcheck.Test[2:], worker.Healthcheck.Test[2:]} {
+		res := runCmd(t, nil, append(args, "-url", ok.URL)...) // the command and its flags exist
+		require.NoError(t, res.err, "%v: %s", args, res.stderr)
+	}
+
+	require.NotRegexp(t, `\$\{POSTGRES_PASSWORD:?-`, string(raw), "no default database password")
+	require.Equal(t, 3, strings.Count(string(raw), "${POSTGRES_PASSWORD:?"), "the password is required wherever it is used")
+	dockerfile, err := os.ReadFile("../../deploy/Dockerfile")
+	require.NoError(t, err)
+	require.Contains(t, string(dockerfile), "/usr/local/bin/visor", "the healthcheck runs the binary at this path")
 }

@@ -62,7 +62,7 @@ func commands() []command {
 	return []command{
 		serveCommand(), workerCommand(), migrateCommand(), devCommand(),
 		tenantCommand(), memberCommand(), agentCommand(), keyCommand(),
-		versionCommand(), docsCommand(),
+		healthcheckCommand(), versionCommand(), docsCommand(),
 	}
 }
 
@@ -137,9 +137,9 @@ usage: visor <command> [flags]
 commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, `  help      show help for a command: visor help <command> (or visor <command> -h)
+	fmt.Fprint(w, `  help        show help for a command: visor help <command> (or visor <command> -h)
 
 Configuration comes from VISOR_* environment variables; see README.md.
 `)
