@@ -133,6 +133,7 @@ func TestRecordRelationshipRules(t *testing.T) {
 		{"complete: claimer", cy, claimedByCy(complete), true},
 		{"block: claimer", cy, claimedByCy(block), true},
 		{"post: claimer", cy, claimedByCy(post), true},
+		{"update: claimer", cy, claimedByCy(update), true},
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
