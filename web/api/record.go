@@ -88,9 +88,14 @@ func (a *API) record(op Operation) echo.MiddlewareFunc {
 
 // operatorRow builds the audit row of one operator request.
 func (a *API) operatorRow(c echo.Context, op Operation, p identity.Principal, body, answer []byte, status int, msg string) audit.Entry {
+	// The row goes to the caller's own tenant; the platform token's, to
+	// the tenant it addresses. A credential of one tenant addressing
+	// another (refused by authorize) writes nothing into either.
 	tenantID := p.TenantID
-	if t, ok := auth.TenantFrom(c.Request().Context()); ok {
+	if t, ok := auth.TenantFrom(c.Request().Context()); ok && (p.IsPlatform() || t.ID == p.TenantID) {
 		tenantID = t.ID
+	} else if ok {
+		tenantID = uuid.Nil
 	}
 	created := createdID(answer)
 	if tenantID == uuid.Nil && op.Path == "/tenants" && status/100 == 2 {

@@ -1,0 +1,62 @@
+package api_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/api"
+)
+
+// TestOperatorRowsStayInTheCallersTenant: a refused request is recorded in
+// the trail of the tenant its credential belongs to, with the password it
+// carried masked, and a credential of another tenant never writes a row
+// into the tenant its path names.
+func TestOperatorRowsStayInTheCallersTenant(t *testing.T) {
+	acme := identity.Tenant{ID: uuid.New(), Slug: "acme"}
+	var as identity.Principal
+	authn := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx := auth.WithTenant(c.Request().Context(), acme)
+			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(ctx, as)))
+			return next(c)
+		}
+	}
+	trail := &audit.Memory{}
+	e := echo.New()
+	e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.DiscardHandler))
+	api.New(api.Deps{Authenticate: authn, Audit: trail, Logger: slog.New(slog.DiscardHandler)}).Register(e)
+	patch := func() int {
+		req := httptest.NewRequest(http.MethodPatch, "/api/v1/tenants/acme/members/"+uuid.NewString(), strings.NewReader(`{"password":"hunter2hunter2"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		return rec.Code
+	}
+
+	viewer := uuid.New()
+	as = identity.Principal{Kind: identity.KindOperator, TenantID: acme.ID, MemberID: viewer, Role: identity.RoleViewer,
+		CredentialID: "session:1", Scopes: identity.RoleViewer.Scopes()}
+	require.Equal(t, 403, patch())
+	rows := trail.Entries()
+	require.Len(t, rows, 1)
+	require.Equal(t, acme.ID, rows[0].TenantID)
+	require.Equal(t, "member:"+viewer.String(), rows[0].PrincipalID)
+	require.Equal(t, audit.OutcomeRefused, rows[0].Outcome)
+	require.Equal(t, "updateMember", rows[0].Action)
+	require.Equal(t, `{"password":"(set)"}`, rows[0].Change)
+	require.NotContains(t, rows[0].Change+rows[0].Message, "hunter2")
+
+	as.TenantID = uuid.New() // a credential of another tenant
+	require.Equal(t, 403, patch())
+	require.Len(t, trail.Entries(), 1, "another tenant's credential wrote into acme's trail")
+}
