@@ -1,7 +1,8 @@
 // Package audit is Visor's append-only record of every tools/call, every
 // refusal, and every change an operator makes through the admin API or the
-// CLI. A row is durable before the caller hears the answer; storage
-// batches concurrent rows into shared commits so the trail does not
+// CLI. A row is durable before the caller hears the answer, and a
+// side-effecting call's row is durable (as pending) before its tool runs;
+// storage batches concurrent rows into shared commits so the trail does not
 // serialize the endpoint.
 package audit
 
@@ -15,6 +16,7 @@ import (
 
 // Outcomes of a recorded call.
 const (
+	OutcomePending   = "pending"    // a side-effecting tool is about to run; the row is completed with its outcome
 	OutcomeOK        = "ok"         // the tool ran and succeeded
 	OutcomeToolError = "tool_error" // the tool answered isError (validation, business rule)
 	OutcomeRejected  = "rejected"   // an operator request was malformed or conflicted; nothing changed
@@ -56,7 +58,11 @@ type Entry struct {
 // Recorder writes audit rows.
 type Recorder interface {
 	// Record returns once e is durable, or with an error when it could not
-	// be made durable; the caller must then not report success.
+	// be made durable; the caller must then not report success. Recording
+	// an entry whose ID was recorded with OutcomePending completes that row
+	// with e's outcome, code, event, message and latency; recording the ID
+	// of a completed row again changes nothing. One entry's failure never
+	// fails another's.
 	Record(ctx context.Context, e Entry) error
 }
 
@@ -87,10 +93,18 @@ type Memory struct {
 	entries []Entry
 }
 
-// Record appends e.
+// Record appends e, or completes the pending row with e's ID.
 func (m *Memory) Record(_ context.Context, e Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for i, old := range m.entries {
+		if old.ID == e.ID && e.ID != uuid.Nil {
+			if old.Outcome == OutcomePending {
+				m.entries[i] = e
+			}
+			return nil
+		}
+	}
 	m.entries = append(m.entries, e)
 	return nil
 }

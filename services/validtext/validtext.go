@@ -29,6 +29,16 @@ func String(s string) error {
 	return nil
 }
 
+// Storable returns s with every NUL and every invalid UTF-8 sequence
+// replaced by U+FFFD, for text that must be kept even when it is malformed
+// (an audit row's tool name).
+func Storable(s string) string {
+	if String(s) == nil {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
 // Values checks every name and value of a query or form; it returns the
 // offending name (as sent) with the problem.
 func Values(v url.Values) (name string, err error) {

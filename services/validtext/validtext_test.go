@@ -81,3 +81,10 @@ func FuzzJSON(f *testing.F) {
 		walk(v)
 	})
 }
+
+func TestStorable(t *testing.T) {
+	require.Equal(t, "ok é", Storable("ok é"))
+	require.Equal(t, "a\uFFFDb", Storable("a\x00b"))
+	require.Equal(t, "a\uFFFDb", Storable("a\xffb"))
+	require.NoError(t, String(Storable("\x00\xc3(\xff")))
+}

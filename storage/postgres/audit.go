@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -9,18 +10,21 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/lifecycle"
+	"github.com/visorhq/visor/services/validtext"
 )
 
 // AuditLog is the Postgres audit trail. Record hands a row to a small pool
 // of writers; each writer takes every row waiting when it is free and
-// commits them together with one COPY, then answers all their callers. So
-// concurrent calls share commits (group commit) and a busy endpoint pays one
-// fsync per batch, not per call, while every caller still returns only once
-// its own row is durable.
+// commits them together with one statement, then answers all their callers.
+// So concurrent calls share commits (group commit) and a busy endpoint pays
+// one fsync per batch, not per call, while every caller still returns only
+// once its own row is durable. A row Postgres refuses fails only its own
+// caller (see commit).
 type AuditLog struct {
 	db       *DB
 	log      *slog.Logger
@@ -107,13 +111,7 @@ func (l *AuditLog) write() {
 				break collect
 			}
 		}
-		err := l.commit(batch)
-		if err != nil {
-			l.log.Error("audit commit failed", "rows", len(batch), "err", err)
-		}
-		for _, p := range batch {
-			p.done <- err
-		}
+		l.commit(batch)
 	}
 }
 
@@ -122,25 +120,124 @@ func (l *AuditLog) drain() {
 	for {
 		select {
 		case p := <-l.in:
-			p.done <- l.commit([]*pendingRow{p})
+			l.commit([]*pendingRow{p})
 		default:
 			return
 		}
 	}
 }
 
+// isolateBudget bounds the statements one batch may spend finding the rows
+// Postgres rejects, so a flood of rejected rows costs each batch a bounded
+// time; rows left unisolated when it runs out fail with the rejected ones.
+const isolateBudget = 32
+
+// commit writes batch and answers each of its callers. The whole batch is
+// one statement. When Postgres rejects a row of it (a data or constraint
+// error: the statement fails as a whole), each tenant's rows are retried as
+// their own statement, so a tenant whose rows are refused delays every other
+// tenant by one statement, and only that tenant's rows are bisected to find
+// the refused ones. Any other error (Postgres down or too slow) fails the
+// whole batch at once: retrying it row by row would only wait longer.
+func (l *AuditLog) commit(batch []*pendingRow) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := l.insert(ctx, batch)
+	if err == nil || !rowRejected(err) {
+		l.answer(batch, err)
+		return
+	}
+	budget := isolateBudget
+	groups := byTenant(batch)
+	for _, g := range groups {
+		if len(groups) > 1 {
+			budget--
+			if err = l.insert(ctx, g); err == nil || !rowRejected(err) {
+				l.answer(g, err)
+				continue
+			}
+		}
+		l.isolate(ctx, g, err, &budget)
+	}
+}
+
+// isolate bisects rows, whose insert Postgres rejected with cause, until
+// each refused row stands alone; the others are committed.
+func (l *AuditLog) isolate(ctx context.Context, rows []*pendingRow, cause error, budget *int) {
+	if len(rows) == 1 || *budget <= 0 {
+		l.log.Error("audit rows refused by Postgres", "rows", len(rows), "tenant", rows[0].e.TenantID, "tool", rows[0].e.Tool, "err", cause)
+		l.answer(rows, fault.Newf(fault.Internal, cause, "the audit row was refused"))
+		return
+	}
+	half := len(rows) / 2
+	for _, part := range [][]*pendingRow{rows[:half], rows[half:]} {
+		*budget--
+		if err := l.insert(ctx, part); err != nil && rowRejected(err) {
+			l.isolate(ctx, part, err, budget)
+		} else {
+			l.answer(part, err)
+		}
+	}
+}
+
+// rowRejected reports whether err is Postgres refusing a row's values
+// (class 21 cardinality, 22 data exception, 23 integrity constraint), as
+// opposed to Postgres being unreachable, slow or failing as a whole.
+func rowRejected(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) < 2 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "21", "22", "23":
+		return true
+	}
+	return false
+}
+
+func byTenant(batch []*pendingRow) [][]*pendingRow {
+	at := map[uuid.UUID]int{}
+	var groups [][]*pendingRow
+	for _, p := range batch {
+		i, ok := at[p.e.TenantID]
+		if !ok {
+			i = len(groups)
+			at[p.e.TenantID] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], p)
+	}
+	return groups
+}
+
+func (l *AuditLog) answer(rows []*pendingRow, err error) {
+	if err != nil && !fault.Is(err, fault.Internal) {
+		l.log.Error("audit commit failed", "rows", len(rows), "err", err)
+		err = fault.Newf(fault.Unavailable, err, "the audit trail is unavailable")
+	}
+	for _, p := range rows {
+		p.done <- err
+	}
+}
+
 // insertAudit writes a batch as one statement: its plan is prepared once
 // per connection (pgx's statement cache), so a batch costs one round trip
 // and one commit. COPY needs two round trips, which cost more than they
-// save at the endpoint's batch sizes (a few rows).
+// save at the endpoint's batch sizes (a few rows). A row whose id is
+// already there completes it when it is pending (its outcome columns only,
+// which the append-only trigger allows once) and is ignored otherwise.
 const insertAudit = `INSERT INTO audit_events (tenant_id, id, at, principal_kind, principal_id, tool, args_digest,
 	outcome, code, event_type, message, latency_us, source, action, object, change)
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[],
-	$8::text[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[])`
+	$8::text[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[])
+ON CONFLICT (tenant_id, id) DO UPDATE SET outcome = excluded.outcome, code = excluded.code,
+	event_type = excluded.event_type, message = excluded.message, latency_us = excluded.latency_us
+	WHERE audit_events.outcome = 'pending'`
 
-func (l *AuditLog) commit(batch []*pendingRow) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// insert writes rows in one statement. Text is made storable first: a NUL
+// or invalid UTF-8 that got past the edges is kept as U+FFFD rather than
+// failing the statement.
+func (l *AuditLog) insert(ctx context.Context, batch []*pendingRow) error {
 	n := len(batch)
 	var (
 		tenants, ids                                            = make([]uuid.UUID, n), make([]uuid.UUID, n)
@@ -150,6 +247,7 @@ func (l *AuditLog) commit(batch []*pendingRow) error {
 		codes, latencies                  = make([]int64, n), make([]int64, n)
 		sources, actions, objects, change = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	)
+	txt := validtext.Storable
 	for i, p := range batch {
 		e := p.e
 		if e.ID == uuid.Nil {
@@ -158,15 +256,15 @@ func (l *AuditLog) commit(batch []*pendingRow) error {
 		if e.Source == "" {
 			e.Source = audit.SourceMCP
 		}
-		tenants[i], ids[i], at[i], kinds[i], principals[i], tools[i], digests[i] = e.TenantID, e.ID, e.At, e.PrincipalKind,
-			e.PrincipalID, e.Tool, e.ArgsDigest
-		outcomes[i], codes[i], events[i], ms[i], latencies[i] = e.Outcome, e.Code, e.Event, e.Message, e.Latency.Microseconds()
-		sources[i], actions[i], objects[i], change[i] = e.Source, e.Action, e.Object, e.Change
+		tenants[i], ids[i], at[i], kinds[i], principals[i], tools[i], digests[i] = e.TenantID, e.ID, e.At, txt(e.PrincipalKind),
+			txt(e.PrincipalID), txt(e.Tool), txt(e.ArgsDigest)
+		outcomes[i], codes[i], events[i], ms[i], latencies[i] = txt(e.Outcome), e.Code, txt(e.Event), txt(e.Message), e.Latency.Microseconds()
+		sources[i], actions[i], objects[i], change[i] = txt(e.Source), txt(e.Action), txt(e.Object), txt(e.Change)
 	}
 	_, err := l.db.Pool.Exec(ctx, insertAudit, tenants, ids, at, kinds, principals, tools, digests, outcomes, codes, events, ms, latencies,
 		sources, actions, objects, change)
 	if err != nil {
-		return fault.Newf(fault.Unavailable, err, "the audit trail is unavailable")
+		return err
 	}
 	l.commits.Add(1)
 	return nil

@@ -28,6 +28,7 @@ import (
 type stack struct {
 	*fixture
 	ids    *identity.Service
+	db     *postgres.DB
 	log    *postgres.AuditLog
 	tenant identity.Tenant
 	agents map[string]identity.Agent
@@ -53,7 +54,7 @@ func newStack(t *testing.T) *stack {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 
-	s := &stack{fixture: &fixture{url: srv.URL + "/t/acme/mcp"}, ids: ids, log: al, agents: map[string]identity.Agent{}, keys: map[string]string{}}
+	s := &stack{fixture: &fixture{url: srv.URL + "/t/acme/mcp"}, ids: ids, db: db, log: al, agents: map[string]identity.Agent{}, keys: map[string]string{}}
 	var err error
 	s.tenant, err = ids.CreateTenant(ctx, "acme", "Acme")
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,11 @@ func benchRegistry(ids *identity.Service, store *postgres.IdentityStore, db *pos
 	reg := catalog.New(agents.NewService(ids, store, postgres.NewReservationStore(db)),
 		catalog.FamilyFunc(func(r *tools.Registry) {
 			r.Register(tools.Tool{Name: "bench_echo", Family: "bench", Scope: identity.ScopeToolsRead, Description: "Echo text.",
+				Params: []tools.Param{{Name: "text", Type: "string", Description: "Text."}}, Handler: benchEcho,
+				Annotations: tools.Annotations{ReadOnly: true}})
+			// The same tool undeclared: treated as changing something, so
+			// its row is made durable as pending before it runs.
+			r.Register(tools.Tool{Name: "bench_write", Family: "bench", Scope: identity.ScopeToolsRead, Description: "Echo text.",
 				Params: []tools.Param{{Name: "text", Type: "string", Description: "Text."}}, Handler: benchEcho})
 		}))
 	return reg
@@ -200,4 +206,7 @@ func BenchmarkEndpoint(b *testing.B) {
 	b.Run("call/bare", func(b *testing.B) { load(b, bare, "", modernHeaders("tools/call", "bench_echo"), call) })
 	b.Run("call/noauth", func(b *testing.B) { load(b, noAuth, "fixed", modernHeaders("tools/call", "bench_echo"), call) })
 	b.Run("call/full", func(b *testing.B) { load(b, full, token, modernHeaders("tools/call", "bench_echo"), call) })
+	write := strings.Replace(call, "bench_echo", "bench_write", 1)
+	b.Run("call-write/bare", func(b *testing.B) { load(b, bare, "", modernHeaders("tools/call", "bench_write"), write) })
+	b.Run("call-write/full", func(b *testing.B) { load(b, full, token, modernHeaders("tools/call", "bench_write"), write) })
 }

@@ -22,7 +22,9 @@ import (
 // arguments; a refusal is a JSON-RPC error carrying the gate's own message.
 // Validation and business-rule failures are isError results the model can
 // read; internal failures are JSON-RPC errors. Whatever happens, one audit
-// row is durable before the answer leaves.
+// row is durable before the answer leaves, and a tool that is not read-only
+// runs only once its row is durable as pending (begin): its side effect
+// never exists without its row.
 func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result, error) {
 	start := time.Now()
 	p, _, ok := principalOf(req)
@@ -31,12 +33,24 @@ func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	}
 	e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
 		Tool: req.Params.Name, At: start}
-	res, rerr := h.dispatch(ctx, p, req.Params, &e)
+	allowed, res, rerr := h.decide(ctx, p, req.Params, &e)
+	if allowed != nil {
+		if err := h.begin(ctx, allowed.tool, e); err != nil {
+			h.log.ErrorContext(ctx, "audit record failed; not running the tool", "tool", e.Tool, "err", err)
+			h.record(noteOf(req), e.Tool, audit.OutcomeFailed, "", time.Since(start))
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the audit trail is unavailable, so the call was not run; retry later"}
+		}
+		res, rerr = h.run(ctx, allowed, &e)
+	}
 	e.Latency = time.Since(start)
 	if err := h.audit.Record(ctx, e); err != nil {
 		h.log.ErrorContext(ctx, "audit record failed; withholding the result", "tool", e.Tool, "err", err)
 		h.record(noteOf(req), e.Tool, audit.OutcomeFailed, "", time.Since(start))
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the audit trail is unavailable, so the result was withheld; retry later"}
+		msg := "the audit trail is unavailable, so the result was withheld; retry later"
+		if allowed != nil && !h.readOnly(allowed.tool) {
+			msg = "the call ran and is recorded as pending, but its outcome could not be recorded, so the result was withheld; check its effect before retrying"
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
 	h.record(noteOf(req), e.Tool, e.Outcome, e.Event, time.Since(start))
 	if rerr != nil {
@@ -45,42 +59,73 @@ func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 	return res, nil
 }
 
-func (h *Handler) dispatch(ctx context.Context, p identity.Principal, params *sdk.CallToolParamsRaw, e *audit.Entry) (*sdk.CallToolResult, *jsonrpc.Error) {
+// allowedCall is a call the policy allowed, with arguments that passed the
+// tool's checks: what run needs.
+type allowedCall struct {
+	tool *tools.Tool
+	call tools.Call
+}
+
+// decide applies the policy and the argument checks. It returns either the
+// allowed call, or the answer for a refusal or bad arguments, with e filled
+// in accordingly.
+func (h *Handler) decide(ctx context.Context, p identity.Principal, params *sdk.CallToolParamsRaw, e *audit.Entry) (*allowedCall, *sdk.CallToolResult, *jsonrpc.Error) {
 	refuse := func(code int64, event, msg string) *jsonrpc.Error {
 		e.Outcome, e.Code, e.Event, e.Message = audit.OutcomeRefused, code, event, msg
 		return &jsonrpc.Error{Code: code, Message: msg}
 	}
 	tool, ok := h.reg.Get(params.Name)
 	if !ok {
-		return nil, refuse(tools.CodeUnknownTool, tools.EventUnknownTool, fmt.Sprintf("unknown tool %q", params.Name))
+		return nil, nil, refuse(tools.CodeUnknownTool, tools.EventUnknownTool, fmt.Sprintf("unknown tool %q", params.Name))
 	}
 	sub, err := h.subjects.Load(ctx, p)
 	if err != nil {
 		je := rpcError(err)
-		return nil, refuse(je.Code, tools.EventCapabilityDenied, je.Message)
+		return nil, nil, refuse(je.Code, tools.EventCapabilityDenied, je.Message)
 	}
 	args, argErr := tools.DecodeArgs(params.Arguments)
 	e.ArgsDigest = h.reg.Digest(tool, args)
 	if d := h.reg.Decide(sub, tool, args); !d.Allowed {
-		return nil, refuse(d.Code, d.Event, d.Reason)
+		return nil, nil, refuse(d.Code, d.Event, d.Reason)
 	}
 	e.Event = tools.EventCall
 	if argErr == nil {
 		argErr = h.reg.CheckArgs(tool, args)
 	}
 	if argErr != nil {
-		return h.toolError(e, argErr), nil
+		return nil, h.toolError(e, argErr), nil
 	}
-	out, err := h.reg.Target(tool).Handler(ctx, tools.Call{Subject: sub, Name: params.Name, Args: args, Raw: params.Arguments})
+	return &allowedCall{tool: tool, call: tools.Call{Subject: sub, Name: params.Name, Args: args, Raw: params.Arguments}}, nil, nil
+}
+
+// begin makes the row of a call that may change something durable, as
+// pending, before the tool runs; call completes it with the outcome. A
+// read-only tool changes nothing, so its one row is written after it ran.
+func (h *Handler) begin(ctx context.Context, tool *tools.Tool, e audit.Entry) error {
+	if h.readOnly(tool) {
+		return nil
+	}
+	e.Outcome = audit.OutcomePending
+	return h.audit.Record(ctx, e)
+}
+
+// readOnly reports whether the tool (or the tool a deprecated name stands
+// for) declares that it changes nothing.
+func (h *Handler) readOnly(t *tools.Tool) bool { return h.reg.Target(t).Annotations.ReadOnly }
+
+// run runs an allowed call and maps its answer.
+func (h *Handler) run(ctx context.Context, c *allowedCall, e *audit.Entry) (*sdk.CallToolResult, *jsonrpc.Error) {
+	out, err := h.reg.Target(c.tool).Handler(ctx, c.call)
 	var refusal *tools.RefusalError
 	switch {
 	case errors.As(err, &refusal):
 		d := refusal.Decision
-		return nil, refuse(d.Code, d.Event, d.Reason)
+		e.Outcome, e.Code, e.Event, e.Message = audit.OutcomeRefused, d.Code, d.Event, d.Reason
+		return nil, &jsonrpc.Error{Code: d.Code, Message: d.Reason}
 	case err != nil && fault.CodeOf(err) == fault.Internal:
-		h.log.ErrorContext(ctx, "tool failed", "tool", params.Name, "err", err)
+		h.log.ErrorContext(ctx, "tool failed", "tool", c.call.Name, "err", err)
 		e.Outcome, e.Code, e.Message = audit.OutcomeFailed, jsonrpc.CodeInternalError, "internal error"
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error while running " + params.Name}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error while running " + c.call.Name}
 	case err != nil:
 		return h.toolError(e, err), nil
 	}

@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,7 +31,7 @@ func (h *Handler) refuseText(w http.ResponseWriter, r *http.Request, p identity.
 	}
 	if pk.Method == "tools/call" {
 		e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
-			Tool: storable(pk.Params.Name), Outcome: audit.OutcomeRefused, Code: code, Event: tools.EventInvalidText,
+			Tool: validtext.Storable(pk.Params.Name), Outcome: audit.OutcomeRefused, Code: code, Event: tools.EventInvalidText,
 			Message: msg, At: time.Now()}
 		note, _ := r.Context().Value(callNoteKey{}).(*callNote)
 		outcome := e.Outcome
@@ -50,9 +49,4 @@ func (h *Handler) refuseText(w http.ResponseWriter, r *http.Request, p identity.
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(answer)
 	return true
-}
-
-// storable replaces what Postgres refuses in text with U+FFFD.
-func storable(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }

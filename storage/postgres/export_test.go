@@ -1,0 +1,18 @@
+package postgres
+
+import "github.com/visorhq/visor/services/audit"
+
+// CommitBatch commits entries as one writer batch and returns each
+// caller's answer, so a test can choose what shares a batch.
+func (l *AuditLog) CommitBatch(entries []audit.Entry) []error {
+	rows := make([]*pendingRow, len(entries))
+	for i, e := range entries {
+		rows[i] = &pendingRow{e: e, done: make(chan error, 1)}
+	}
+	l.commit(rows)
+	errs := make([]error, len(rows))
+	for i, p := range rows {
+		errs[i] = <-p.done
+	}
+	return errs
+}
