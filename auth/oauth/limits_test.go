@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +66,42 @@ func TestMetadataFetchFloodLocksOutOnlyTheFlooder(t *testing.T) {
 	require.Contains(t, p.body, "Too many client metadata documents fetched from your address")
 	p = authorize("/real-client.json", "203.0.113.9")
 	require.Equal(t, http.StatusOK, p.status, "a client at another address: %s", p.body)
+}
+
+// TestKnownBrowserSignsInWhileTheMemberIsUnderAttack: an outsider who
+// spends a member's failure budget from elsewhere keeps out unknown
+// browsers, but not a browser the member signed in with before.
+func TestKnownBrowserSignsInWhileTheMemberIsUnderAttack(t *testing.T) {
+	t.Parallel()
+	rl := redisx.NewRateLimiter(redistest.New(t).Client, redistest.Prefix(t))
+	e := newEnv(t, func(c *oauth.Config) { c.LoginLimit = oauth.Limit{N: 3, Per: time.Hour}; c.Limiter = rl })
+	post := func(b *browser, from, email, pw string) int {
+		p := b.get(e.base + "/t/acme/login")
+		form := url.Values{"csrf_token": {field(t, csrfRE, p.body)}, "email": {email}, "password": {pw}}
+		req, err := http.NewRequest(http.MethodPost, e.base+"/t/acme/login", strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-For", from)
+		return b.do(req).status
+	}
+	alice := e.browser()
+	require.Equal(t, http.StatusSeeOther, post(alice, "198.51.100.1", "alice@acme.test", password))
+
+	for i := range 4 { // the attacker changes address, so only the member's budget runs out
+		want := http.StatusUnauthorized
+		if i == 3 {
+			want = http.StatusTooManyRequests
+		}
+		require.Equal(t, want, post(e.browser(), fmt.Sprintf("203.0.113.%d", i), "alice@acme.test", "guess"), "guess %d", i+1)
+	}
+	require.Equal(t, http.StatusTooManyRequests, post(e.browser(), "198.51.100.1", "alice@acme.test", password),
+		"an unknown browser still waits: the member's budget is spent")
+	require.Equal(t, http.StatusSeeOther, post(alice, "198.51.100.1", "alice@acme.test", password),
+		"the browser alice signed in with before is not locked out")
+
+	// The known browser has a failure budget of its own.
+	for range 3 {
+		require.Equal(t, http.StatusUnauthorized, post(alice, "198.51.100.1", "alice@acme.test", "typo"))
+	}
+	require.Equal(t, http.StatusTooManyRequests, post(alice, "198.51.100.2", "alice@acme.test", password))
 }

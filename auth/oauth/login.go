@@ -154,8 +154,15 @@ func (s *Server) login(c echo.Context) error {
 	// Each attempt is counted before the password is checked, so parallel
 	// guesses cannot overrun the budget, and handed back unless it failed:
 	// the limits count failed sign-ins only.
+	// A browser the member signed in with before has its own budget
+	// instead of the member's (device.go).
+	memberLimit, memberKey := s.loginEmail, t.ID.String()+"|"+email
+	device, known := s.knownDevice(c, t, email)
+	if known {
+		memberLimit, memberKey = s.loginDevice, t.ID.String()+"|"+device
+	}
 	undoIP, okIP := s.loginIP.reserve(ctx, t.ID.String()+"|"+sourceKey(c.RealIP()))
-	undoEmail, okEmail := s.loginEmail.reserve(ctx, t.ID.String()+"|"+email)
+	undoEmail, okEmail := memberLimit.reserve(ctx, memberKey)
 	undo := func() { undoIP(); undoEmail() }
 	if !okIP || !okEmail {
 		undo()
@@ -182,6 +189,7 @@ func (s *Server) login(c echo.Context) error {
 		d.Error = "Signing in is unavailable right now. Try again soon."
 		return s.renderLogin(c, t, http.StatusServiceUnavailable, d)
 	}
+	s.rememberDevice(c, t, email, device)
 	s.log.InfoContext(ctx, "member signed in", "tenant", t.ID, "member", m.ID)
 	c.SetCookie(&http.Cookie{Name: SessionCookieName, Value: value, Path: "/", HttpOnly: true, Secure: s.secureCookies(),
 		SameSite: http.SameSiteLaxMode, Expires: ss.ExpiresAt})

@@ -38,8 +38,8 @@ type Config struct {
 	Fetcher     FetcherConfig
 	MetadataTTL time.Duration // how long a fetched document is trusted [1h]
 	// LoginLimit bounds failed sign-ins per tenant and source address,
-	// and per tenant and email [10 per 5m]; a successful sign-in does not
-	// count.
+	// and per tenant and email, or per browser for one the member signed
+	// in with before [10 per 5m]; a successful sign-in does not count.
 	LoginLimit Limit
 	// RegisterLimit bounds dynamic registration attempts per tenant and
 	// source address (an IPv6 /64 counts as one address) [20 per hour].
@@ -100,6 +100,10 @@ type Server struct {
 	csrfKey    []byte
 	loginIP    *limiter
 	loginEmail *limiter
+	// loginDevice counts failures from a browser the member signed in
+	// with before, in place of loginEmail.
+	loginDevice *limiter
+	deviceKey   []byte
 	// register counts registration attempts per tenant and source;
 	// registerCeiling counts the clients they created per tenant.
 	register        *limiter
@@ -123,12 +127,15 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 	urls := auth.NewURLs(cfg.BaseURL)
 	s := &Server{cfg: cfg, urls: urls, store: store, identity: ids, log: log, now: time.Now,
 		loginIP: newLimiter("login-ip", cfg.LoginLimit, cfg.Limiter), loginEmail: newLimiter("login-email", cfg.LoginLimit, cfg.Limiter),
-		register: newLimiter("register-source", cfg.RegisterLimit, cfg.Limiter), registerCeiling: newLimiter("register-tenant", cfg.RegisterCeiling, cfg.Limiter)}
+		loginDevice: newLimiter("login-device", cfg.LoginLimit, cfg.Limiter),
+		register:    newLimiter("register-source", cfg.RegisterLimit, cfg.Limiter), registerCeiling: newLimiter("register-tenant", cfg.RegisterCeiling, cfg.Limiter)}
 	// Derive separate keys so the whole configured secret counts, whatever
 	// its length, and the CSRF key never equals the token key.
 	hmacKey := sha256.Sum256(append([]byte("visor oauth hmac\x00"), secret...))
 	csrf := sha256.Sum256(append([]byte("visor csrf\x00"), secret...))
 	s.csrfKey = csrf[:]
+	device := sha256.Sum256(append([]byte("visor device\x00"), secret...))
+	s.deviceKey = device[:]
 	s.clients = &clientLoader{store: store, urls: urls, fetcher: NewFetcher(cfg.Fetcher), ttl: cfg.MetadataTTL, now: time.Now,
 		fetches: newLimiter("cimd-fetch-source", cfg.FetchLimit, cfg.Limiter), fetchCeiling: newLimiter("cimd-fetch-tenant", cfg.FetchCeiling, cfg.Limiter)}
 	fc := &fosite.Config{
