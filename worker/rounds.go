@@ -177,3 +177,40 @@ func (d *Dispatcher) loop(ctx context.Context) {
 
 // Stop stops the dispatcher and waits for its pass to end.
 func (d *Dispatcher) Stop() { d.life.Stop() }
+
+// WakeupRetention is how long a settled wake-up (delivered, handed out,
+// cancelled) is kept for operators to look up before the daily prune.
+const WakeupRetention = 30 * 24 * time.Hour
+
+// PruneWakeupsArgs is the daily job that deletes wake-ups settled more
+// than WakeupRetention ago. Dead letters are kept.
+type PruneWakeupsArgs struct{}
+
+// Kind names the job in River.
+func (PruneWakeupsArgs) Kind() string { return "prune_wakeups" }
+
+// WakeupPruner is the storage the prune needs (storage/postgres.RoundsStore).
+type WakeupPruner interface {
+	PruneWakeups(ctx context.Context, cutoff time.Time) (int64, error)
+}
+
+// PruneWakeupsWorker works PruneWakeupsArgs.
+type PruneWakeupsWorker struct {
+	river.WorkerDefaults[PruneWakeupsArgs]
+	Store WakeupPruner
+	Now   func() time.Time
+}
+
+// Work deletes the old settled wake-ups.
+func (w *PruneWakeupsWorker) Work(ctx context.Context, _ *river.Job[PruneWakeupsArgs]) error {
+	_, err := w.Store.PruneWakeups(ctx, w.Now().Add(-WakeupRetention))
+	return err
+}
+
+// RegisterWakeupPrune adds the daily prune of settled wake-ups to reg.
+func RegisterWakeupPrune(reg *Registry, store WakeupPruner) {
+	river.AddWorker(reg.Workers(), &PruneWakeupsWorker{Store: store, Now: time.Now})
+	reg.AddPeriodic(river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
+		func() (river.JobArgs, *river.InsertOpts) { return PruneWakeupsArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true, ID: "prune_wakeups"}))
+}

@@ -505,3 +505,33 @@ func TestRoundsStoreIsolatesTenants(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, eps, 1)
 }
+
+// TestPruneWakeupsKeepsDeadLettersAndRecentOnes: the daily prune deletes
+// only wake-ups settled more than the retention ago, in every tenant.
+func TestPruneWakeupsKeepsDeadLettersAndRecentOnes(t *testing.T) {
+	t.Parallel()
+	e := newRoundsEnv(t, false)
+	old := e.wake(t, e.acme, e.ada.ID, rounds.Assigned)
+	recent := e.wake(t, e.acme, e.bob.ID, rounds.Assigned)
+	dead := e.wake(t, e.globex, e.gil.ID, rounds.Assigned)
+	oldGlobex := e.wake(t, e.globex, e.gil.ID, rounds.Message)
+	for _, w := range []rounds.Wakeup{old, recent, dead, oldGlobex} {
+		e.waitState(t, identity.Tenant{ID: w.TenantID}, w.ID, rounds.Ready)
+	}
+	_, err := e.db.Pool.Exec(e.ctx, `UPDATE wakeups SET state = CASE WHEN id = $1 THEN 'dead' ELSE 'delivered' END,
+		updated_at = CASE WHEN id = $2 THEN now() ELSE now() - interval '31 days' END`, dead.ID, recent.ID)
+	require.NoError(t, err)
+	w := &worker.PruneWakeupsWorker{Store: e.store, Now: time.Now}
+	require.NoError(t, w.Work(e.ctx, nil))
+	for _, c := range []struct {
+		w    rounds.Wakeup
+		kept bool
+	}{{old, false}, {recent, true}, {dead, true}, {oldGlobex, false}} {
+		_, err := e.store.Wakeup(e.ctx, c.w.TenantID, c.w.ID)
+		if c.kept {
+			require.NoError(t, err)
+		} else {
+			require.True(t, fault.Is(err, fault.NotFound), "pruned: %v", err)
+		}
+	}
+}

@@ -87,8 +87,10 @@ func (a *app) newRounds() error {
 }
 
 // mountRuntime serves the runtimes' long-poll, woken by Postgres
-// notifications from whichever process readies a wake-up.
+// notifications from whichever process readies a wake-up. Wake-ups then
+// name the MCP URL of the address actually bound (`visor dev` on port 0).
 func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth.Resolver) error {
+	a.rounds.SetMCPURL(resolver.URLs().Resource)
 	if err := a.start(ctx, postgres.NewWakeupListener(a.db, a.bell, a.log.With("area", "rounds"))); err != nil {
 		return fmt.Errorf("listen for wake-ups: %w", err)
 	}
@@ -102,6 +104,7 @@ func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth
 // routines and reminders in a worker process.
 func (a *app) registerRoundJobs(reg *worker.Registry) {
 	worker.RegisterRounds(reg, a.rounds, worker.RoundsOptions{Limit: a.cfg.Rounds.Timeout + 5*time.Second})
+	worker.RegisterWakeupPrune(reg, postgres.NewRoundsStore(a.db, nil))
 }
 
 func (a *app) startDispatcher(ctx context.Context) error {

@@ -314,6 +314,10 @@ func describe(err error) string {
 	return err.Error()
 }
 
+// SetMCPURL replaces how the MCP URL of a tenant is made, once the
+// server knows its public address; call it before deliveries start.
+func (s *Service) SetMCPURL(fn func(slug string) string) { s.cfg.MCPURL = fn }
+
 func (s *Service) mcpURL(slug string) string {
 	if s.cfg.MCPURL == nil {
 		return ""

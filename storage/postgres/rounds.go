@@ -264,3 +264,13 @@ func (s *RoundsStore) EndRounds(ctx context.Context, tenantID, taskID, agentID u
 	})
 	return n, err
 }
+
+// PruneWakeups deletes, in every tenant, wake-ups settled (delivered,
+// handed out or cancelled) before cutoff. Dead letters stay until retried.
+func (s *RoundsStore) PruneWakeups(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM wakeups WHERE state IN ('delivered', 'handed_out', 'cancelled') AND updated_at < $1`, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
