@@ -5,7 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/visorhq/visor/services/fault"
 )
@@ -41,11 +45,74 @@ func (r *Registry) CheckArgs(t *Tool, args map[string]any) error {
 		if !ok {
 			return fault.New(fault.Invalid, "unknown parameter %s", name)
 		}
+		if p.Type == "integer" {
+			n, ok := v.(json.Number)
+			if !ok {
+				return fault.New(fault.Invalid, "parameter %s must be of type integer", name)
+			}
+			i, err := integer(string(n))
+			if err != nil {
+				return fault.New(fault.Invalid, "parameter %s %s", name, err)
+			}
+			args[name] = json.Number(strconv.FormatInt(i, 10)) // Int reads it
+			continue
+		}
 		if !hasType(v, p.Type) {
 			return fault.New(fault.Invalid, "parameter %s must be of type %s", name, p.Type)
 		}
 	}
 	return nil
+}
+
+// integer reads a JSON number exactly as an int64: 12, 1.2e1 and 12.0 are
+// 12; 12.5 is not an integer, and 1e300 or 2^63 does not fit. It never
+// expands an exponent it does not need to, so a huge one costs nothing.
+func integer(n string) (int64, error) {
+	errNot := errors.New("must be an integer")
+	errRange := fmt.Errorf("must be an integer from %d to %d", int64(math.MinInt64), int64(math.MaxInt64))
+	if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+		return i, nil
+	}
+	neg := strings.HasPrefix(n, "-")
+	n = strings.TrimPrefix(n, "-")
+	mant, exp := n, int64(0)
+	if k := strings.IndexAny(n, "eE"); k >= 0 {
+		e, err := strconv.ParseInt(strings.TrimPrefix(n[k+1:], "+"), 10, 64)
+		switch {
+		case err != nil && strings.HasPrefix(n[k+1:], "-"):
+			return 0, errNot // 10^-huge of a non-zero mantissa
+		case err != nil:
+			exp = 1 << 40 // 10^+huge
+		default:
+			// Clamped far beyond any length a body can have, so the
+			// arithmetic below cannot overflow.
+			exp = min(max(e, -1<<40), 1<<40)
+		}
+		mant = n[:k]
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	exp -= int64(len(frac))
+	if digits == "" {
+		return 0, nil // zero, however written
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	switch {
+	case exp < 0:
+		return 0, errNot
+	case int64(len(trimmed))+exp > 19:
+		return 0, errRange
+	}
+	text := trimmed + strings.Repeat("0", int(exp))
+	if neg {
+		text = "-" + text
+	}
+	i, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0, errRange
+	}
+	return i, nil
 }
 
 func hasType(v any, typ string) bool {
@@ -59,13 +126,6 @@ func hasType(v any, typ string) bool {
 	case "number":
 		_, ok := v.(json.Number)
 		return ok
-	case "integer":
-		n, ok := v.(json.Number)
-		if !ok {
-			return false
-		}
-		f, err := n.Float64()
-		return err == nil && f == math.Trunc(f)
 	case "array":
 		_, ok := v.([]any)
 		return ok
@@ -96,7 +156,7 @@ func (r *Registry) Digest(t *Tool, args map[string]any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Int reads an integer argument that ParseArgs checked.
+// Int reads an integer argument that CheckArgs checked.
 func Int(args map[string]any, name string) (int64, bool) {
 	n, ok := args[name].(json.Number)
 	if !ok {

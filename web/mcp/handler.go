@@ -175,8 +175,11 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 		if err != nil {
+			// The limit may be this endpoint's or the server's (echo's body
+			// limit, which a chunked body meets only while it is read).
 			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
+			var he *echo.HTTPError
+			if errors.As(err, &mbe) || (errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge) {
 				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 				return
 			}

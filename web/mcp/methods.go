@@ -3,6 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -37,6 +40,38 @@ func (h *Handler) receive(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// sdkMethods are the client-to-server methods the SDK's session handler
+// accepts (go-sdk v1.8.0). In a legacy session the SDK answers any other
+// method with a plain-text HTTP 400, which no client reads as JSON-RPC, so
+// the endpoint answers it first (unknownMethod).
+var sdkMethods = map[string]bool{
+	"initialize": true, "ping": true, "server/discover": true, "completion/complete": true,
+	"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "logging/setLevel": true,
+	"subscriptions/listen": true, "notifications/initialized": true, "notifications/cancelled": true,
+	"notifications/progress": true, "notifications/roots/list_changed": true,
+}
+
+// unknownMethod answers a single JSON-RPC message whose method the server
+// does not have: a request gets JSON-RPC -32601 Method not found with its
+// id; a notification, which is never answered, is accepted and ignored. It
+// reports whether it answered.
+func unknownMethod(w http.ResponseWriter, pk *peek) bool {
+	if pk.Method == "" || sdkMethods[pk.Method] {
+		return false
+	}
+	if len(pk.ID) == 0 || string(pk.ID) == "null" {
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": pk.ID,
+		"error": map[string]any{"code": jsonrpc.CodeMethodNotFound, "message": fmt.Sprintf("method not found: %q", pk.Method)}})
+	return true
 }
 
 func (h *Handler) wireTool(t *tools.Tool) *sdk.Tool {

@@ -53,7 +53,8 @@ func (s *sessions) all() []binding {
 
 // serveLegacy serves the session-based eras. A session id bound to another
 // principal is answered exactly as an unknown one (404), so ids cannot be
-// probed. A GET stream is registered with the live hub while it is open.
+// probed. A request for a method the server does not have is JSON-RPC
+// -32601. A GET stream is registered with the live hub while it is open.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
@@ -63,6 +64,9 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity
 	b, ok := h.sessions.get(id)
 	if !ok || b.owner != owner(p) {
 		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if pk, _ := r.Context().Value(peekKey{}).(*peek); r.Method == http.MethodPost && pk != nil && unknownMethod(w, pk) {
 		return
 	}
 	if r.Method == http.MethodGet && r.Header.Get("Last-Event-Id") == "" {
