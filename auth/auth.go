@@ -1,5 +1,5 @@
 // Package auth resolves the bearer credential of every MCP and admin request
-// to an identity.Principal (SPEC §1) and answers the OAuth challenges of a
+// to an identity.Principal and answers the OAuth challenges of a
 // protected resource: 401 with WWW-Authenticate pointing at the tenant's
 // protected resource metadata, and 403 insufficient_scope for step-up.
 //

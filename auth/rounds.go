@@ -20,8 +20,8 @@ import (
 )
 
 // Rounds mints and resolves round tokens: credentials bound to one agent
-// and one task, so an employee cannot forge the round it works on (SPEC
-// §1). The secret is 256 random bits, so it is stored as a plain SHA-256
+// and one task, so an employee cannot forge the round it works on. The
+// secret is 256 random bits, so it is stored as a plain SHA-256
 // and checked without argon2id's cost.
 type Rounds struct {
 	store  credentials.Store

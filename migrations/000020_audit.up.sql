@@ -1,4 +1,4 @@
--- The audit trail: one row per tools/call and per refusal (SPEC §6).
+-- The audit trail: one row per tools/call and per refusal (docs/tools.md, "The audit trail").
 -- Append-only: rows are inserted in batches by the group-commit writer and
 -- never updated; they go only with their tenant.
 CREATE TABLE audit_events (

@@ -1,6 +1,6 @@
 // Package agents is the agents tool family through MCP: create_agent,
 // agent_update, agent_remove and agent_status, with the reserved-name rules
-// of seed 000 and the delegation policy every record-relationship check of
+// (docs/tools.md, "Agents") and the delegation policy every record-relationship check of
 // later families uses (Delegation).
 package agents
 

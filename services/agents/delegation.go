@@ -10,7 +10,7 @@ import (
 )
 
 // Delegation is the one place that decides whether one AI employee may act
-// on another's records (seed 000, "Record relationship checks"): the same
+// on another's records (docs/tools.md, "Record relationship rules"): the same
 // department, a reports_to chain above or below at any depth, or a
 // whitelisted pair of names, each switchable in TenantSettings.Delegation.
 // Every family with a record relationship check asks it.

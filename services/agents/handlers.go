@@ -13,7 +13,7 @@ import (
 	"github.com/visorhq/visor/services/tools"
 )
 
-// checkName refuses a reserved name (seed 000): one held by an employee in
+// checkName refuses a reserved name: one held by an employee in
 // the trash, one recorded as removed whose row is gone, and any name at all
 // while the trash or the reservations cannot be listed.
 func (s *Service) checkName(ctx context.Context, tenantID uuid.UUID, name string) error {

@@ -5,9 +5,6 @@ import (
 	"github.com/visorhq/visor/services/tools"
 )
 
-// DocsURL is where the long-form rules of the family live.
-const DocsURL = "docs/tools.md#agents"
-
 func ptr[T any](v T) *T { return &v }
 
 // Register declares the agents family in reg.
@@ -15,7 +12,7 @@ func (s *Service) Register(reg *tools.Registry) {
 	name := tools.Param{Name: "name", Type: "string", Required: true, Description: "The AI employee's name (1-63 lower-case letters, digits, - or _)."}
 	reg.Register(tools.Tool{
 		Name: "create_agent", Family: "agents", Scope: identity.ScopeToolsAdmin, Permission: tools.PermCreateAgents,
-		Description: "Create an AI employee. Refused while its name is reserved (a removed employee's) or when [permissions] can_create_agents is false. See " + DocsURL,
+		Description: "Create an AI employee. Refused while its name is reserved (a removed employee's) or when [permissions] can_create_agents is false.",
 		Params: []tools.Param{name,
 			{Name: "department", Type: "string", Description: "Department, at most 100 bytes."},
 			{Name: "role", Type: "string", Description: "Role, at most 100 bytes."},
@@ -26,7 +23,7 @@ func (s *Service) Register(reg *tools.Registry) {
 	})
 	reg.Register(tools.Tool{
 		Name: "agent_update", Family: "agents", Scope: identity.ScopeToolsAdmin,
-		Description: "Change an AI employee's department, role, reports_to, budget or db_sources. Refused for your own department, reports_to, db_sources, budget_cents and role. See " + DocsURL,
+		Description: "Change an AI employee's department, role, reports_to, budget or db_sources. Refused for your own department, reports_to, db_sources, budget_cents and role.",
 		Params: []tools.Param{name,
 			{Name: "department", Type: "string", Description: "New department."},
 			{Name: "role", Type: "string", Description: "New role."},
@@ -40,7 +37,7 @@ func (s *Service) Register(reg *tools.Registry) {
 	})
 	reg.Register(tools.Tool{
 		Name: "agent_remove", Family: "agents", Scope: identity.ScopeToolsAdmin,
-		Description: "Move an AI employee to the trash. An administrator can restore it; its name stays reserved for create_agent. See " + DocsURL,
+		Description: "Move an AI employee to the trash. An administrator can restore it; its name stays reserved for create_agent.",
 		Params:      []tools.Param{name},
 		Annotations: tools.Annotations{Title: "Remove AI employee", Destructive: ptr(true), OpenWorld: ptr(false)},
 		Handler:     s.remove,

@@ -15,7 +15,7 @@ import (
 func (svc *Service) Register(reg *tools.Registry) {
 	reg.Register(tools.Tool{
 		Name:        "capability_request",
-		Description: "Ask an operator to grant one of your scoped tools (hidden until granted). When approved you get tools/list_changed and the tool appears. See docs/live.md.",
+		Description: "Ask an operator to grant one of your scoped tools (hidden until granted). When approved you get tools/list_changed and the tool appears.",
 		Params: []tools.Param{
 			{Name: "tool", Type: "string", Required: true, Description: "Exact name of the scoped tool you need."},
 			{Name: "reason", Type: "string", Required: true, Description: "Why you need it, for the operator who decides (1-2000 bytes)."},

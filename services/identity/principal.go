@@ -10,7 +10,7 @@ import (
 // PrincipalKind says what sort of caller a request is.
 type PrincipalKind string
 
-// Principal kinds (SPEC §1).
+// Principal kinds: who is calling (docs/oauth.md, "Principals").
 const (
 	// KindOperator maps to no AI employee and is unrestricted in its tenant.
 	KindOperator PrincipalKind = "operator"

@@ -1,6 +1,7 @@
 package identity
 
-// TenantSettings are a tenant's own switches (the seeds' config.toml).
+// TenantSettings are a tenant's own switches: integrations, opt-in
+// features, the external-client tool list and the delegation policy.
 // The zero value is a fresh tenant: no integrations, no opt-in features.
 type TenantSettings struct {
 	// ServerName is the name the tenant gives Visor in its clients' MCP
@@ -63,7 +64,8 @@ func (p DelegationPolicy) AllowSameDepartment() bool {
 // AllowReportsTo reports whether reports_to delegation is on.
 func (p DelegationPolicy) AllowReportsTo() bool { return p.ReportsTo == nil || *p.ReportsTo }
 
-// AgentSettings are an agent's own switches (the seeds' agent.toml).
+// AgentSettings are an agent's own switches: capabilities, tool lists and
+// [permissions] flags.
 // The zero value is a fresh agent: nothing opted in.
 type AgentSettings struct {
 	Capabilities Capabilities `json:"capabilities"`

@@ -3,7 +3,7 @@ package tools
 import "fmt"
 
 // DescriptionBudget caps each tool description and each parameter
-// description, in bytes (seed 000, "The description budget").
+// description, in bytes (docs/tools.md, "The description budget").
 const DescriptionBudget = 200
 
 // ParamCapExemptions is the one list of parameters allowed past the budget,

@@ -2,7 +2,8 @@ package tools
 
 // JSON-RPC error codes of policy refusals.
 const (
-	// CodeRefused is every policy refusal of a tools/call (seed 000: -32003).
+	// CodeRefused is the JSON-RPC error code of every policy refusal of a
+	// tools/call (docs/tools.md, "Errors").
 	CodeRefused int64 = -32003
 	// CodeUnknownTool is a tools/call of a name no tool has.
 	CodeUnknownTool int64 = -32602

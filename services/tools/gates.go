@@ -4,7 +4,8 @@ import (
 	"github.com/visorhq/visor/services/identity"
 )
 
-// Gate is the filter-table row (seed 000) that hides a tool while it is off.
+// Gate is the policy row (docs/tools.md, "The one policy") that hides a tool
+// while it is off.
 // A new family picks its row here; the policy needs no new code.
 type Gate string
 
@@ -58,7 +59,7 @@ func (g Gate) Known() bool { _, ok := gateRules[g]; return ok || g == GateNone }
 // Permission is a [permissions] flag: a listed-but-refused gate.
 type Permission string
 
-// The [permissions] flags of seed 000.
+// The [permissions] flags (docs/tools.md, "Listed but refused").
 const (
 	PermNone            Permission = ""
 	PermCreateAgents    Permission = "can_create_agents"

@@ -7,7 +7,8 @@ import "strings"
 const DefaultServerName = "visor"
 
 // Match reports whether one allow/deny/scoped_tools entry names tool, for a
-// tenant whose clients call Visor server. The rules (seed 000):
+// tenant whose clients call Visor server. The rules (docs/tools.md,
+// "Matching rules"):
 //
 //   - an entry matches the tool's name exactly;
 //   - a trailing "*" is an anchored prefix ("memory_*", and "*" alone names

@@ -11,8 +11,8 @@ import (
 )
 
 // DefaultExternalWhitelist is the documented default of the tools an
-// external OAuth client sees without an explicit scope grant (seed 000's
-// "7 legacy whitelist tools"); a tenant replaces it with
+// external OAuth client sees without an explicit scope grant; a tenant
+// replaces it with
 // TenantSettings.ExternalWhitelist. See docs/tools.md.
 var DefaultExternalWhitelist = []string{
 	"agent_status", "tasks_list", "tasks_create", "tasks_update", "activity_post", "memory_search", "wiki_read",
