@@ -36,7 +36,7 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 	if err != nil {
 		return err
 	}
-	a.adminAPI(resolver, append(oauthAPI, api.AuditResource(a.stores.audit), api.ReservationsResource(a.stores.reservations))...).Register(s.Echo())
+	a.adminAPI(resolver, baseURL, append(oauthAPI, api.AuditResource(a.stores.audit), api.ReservationsResource(a.stores.reservations))...).Register(s.Echo())
 	if err := a.mountRuntime(ctx, s, resolver); err != nil {
 		return err
 	}
@@ -44,9 +44,9 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 }
 
 // adminAPI builds the admin JSON API with every area's resources.
-func (a *app) adminAPI(resolver *auth.Resolver, extra ...api.Resource) *api.API {
+func (a *app) adminAPI(resolver *auth.Resolver, baseURL string, extra ...api.Resource) *api.API {
 	adm := api.New(api.Deps{
-		Identity: a.ids, Authenticate: resolver.AdminMiddleware(), PlatformToken: a.cfg.AdminToken,
+		Identity: a.ids, Authenticate: resolver.AdminMiddleware(), PlatformToken: a.cfg.AdminToken, BaseURL: baseURL,
 		Audit: a.stores.audit, Logger: a.log,
 	})
 	// Other areas: adm.Add(yourResource)

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"reflect"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -17,7 +19,7 @@ type agents struct{ a *API }
 type NewAgent struct {
 	Name        string                 `json:"name"`
 	Department  string                 `json:"department,omitempty"`
-	ReportsTo   *uuid.UUID             `json:"reports_to,omitempty"`
+	ReportsTo   *AgentRef              `json:"reports_to,omitempty"`
 	Role        string                 `json:"role,omitempty"`
 	BudgetCents int64                  `json:"budget_cents,omitempty"`
 	Settings    identity.AgentSettings `json:"settings"`
@@ -26,34 +28,40 @@ type NewAgent struct {
 // AgentPatch is the body of PATCH /tenants/{tenant}/agents/{agent}; absent
 // fields stay. reports_to null clears the manager. The name is permanent.
 type AgentPatch struct {
-	Department  *string    `json:"department,omitempty"`
-	ReportsTo   OptionalID `json:"reports_to,omitzero"`
-	Role        *string    `json:"role,omitempty"`
-	BudgetCents *int64     `json:"budget_cents,omitempty"`
+	Department  *string          `json:"department,omitempty"`
+	ReportsTo   OptionalAgentRef `json:"reports_to,omitzero"`
+	Role        *string          `json:"role,omitempty"`
+	BudgetCents *int64           `json:"budget_cents,omitempty"`
 }
 
-// OptionalID is a patch field holding a UUID or JSON null ("none"); Set
-// tells a present field from an absent one.
-type OptionalID struct {
-	ID  uuid.UUID
+// OptionalAgentRef is a patch field holding an agent's id or name, or JSON
+// null ("none"); Set tells a present field from an absent one.
+type OptionalAgentRef struct {
+	Ref AgentRef // "" for null
 	Set bool
 }
 
-// UnmarshalJSON accepts a UUID string or null.
-func (o *OptionalID) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON accepts an id or name string, or null.
+func (o *OptionalAgentRef) UnmarshalJSON(b []byte) error {
 	o.Set = true
 	if string(b) == "null" {
-		o.ID = uuid.Nil
+		o.Ref = ""
 		return nil
 	}
-	return o.ID.UnmarshalText(trimQuotes(b))
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[string]()}
+	}
+	if s == "" {
+		return fault.New(fault.Invalid, "reports_to must name an agent (id or name), or be null")
+	}
+	o.Ref = AgentRef(s)
+	return nil
 }
 
-func trimQuotes(b []byte) []byte {
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
-		return b[1 : len(b)-1]
-	}
-	return b
+// JSONSchema describes OptionalAgentRef: an agent reference or null.
+func (OptionalAgentRef) JSONSchema() map[string]any {
+	return map[string]any{"type": []string{"string", "null"}, "description": "An agent's id or name; null for none."}
 }
 
 // AgentSettingsUpdate is the body of PUT .../settings. With
@@ -66,45 +74,38 @@ type AgentSettingsUpdate struct {
 
 // AgentList is the body of GET /tenants/{tenant}/agents.
 type AgentList struct {
-	Agents []Agent `json:"agents"`
+	Agents     []Agent `json:"agents"`
+	NextCursor string  `json:"next_cursor,omitempty"`
 }
 
 func (r agents) Operations() []Operation {
 	p := "/tenants/:tenant/agents"
 	return []Operation{
 		{Method: http.MethodGet, Path: p, ID: "listAgents", Tag: "agents", Needs: identity.ReadTenant,
-			Summary: "List the tenant's agents, trashed ones included", Response: AgentList{}, Handler: r.list},
-		{Method: http.MethodPost, Path: p, ID: "createAgent", Tag: "agents", Needs: identity.ManageAgents,
+			Summary: "List the tenant's agents, trashed ones included, by name", Query: Paged(), Response: AgentList{}, Handler: r.list},
+		{Method: http.MethodPost, Path: p, ID: "createAgent", Errors: []int{http.StatusConflict}, Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Create an agent (AI employee)", Request: NewAgent{}, Response: Agent{}, Status: http.StatusCreated, Handler: r.create},
 		{Method: http.MethodGet, Path: p + "/:agent", ID: "getAgent", Tag: "agents", Needs: identity.ReadTenant,
 			Summary: "Get an agent by id or name", Response: Agent{}, Handler: r.get},
 		{Method: http.MethodPatch, Path: p + "/:agent", ID: "updateAgent", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Change an agent's department, manager, role or budget", Request: AgentPatch{}, Response: Agent{}, Handler: r.update},
-		{Method: http.MethodDelete, Path: p + "/:agent", ID: "purgeAgent", Tag: "agents", Needs: identity.ManageAgents,
+		{Method: http.MethodDelete, Path: p + "/:agent", ID: "purgeAgent", Errors: []int{http.StatusConflict}, Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Delete a trashed agent for good, freeing its name", Status: http.StatusNoContent, Handler: r.purge},
-		{Method: http.MethodPost, Path: p + "/:agent/trash", ID: "trashAgent", Tag: "agents", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: p + "/:agent/trash", ID: "trashAgent", Errors: []int{http.StatusConflict}, Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Move an agent to the trash; its keys stop working", Response: Agent{}, Handler: r.trash},
-		{Method: http.MethodPost, Path: p + "/:agent/restore", ID: "restoreAgent", Tag: "agents", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: p + "/:agent/restore", ID: "restoreAgent", Errors: []int{http.StatusConflict}, Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Bring a trashed agent back", Response: Agent{}, Handler: r.restore},
 		{Method: http.MethodGet, Path: p + "/:agent/settings", ID: "getAgentSettings", Tag: "agents", Needs: identity.ReadTenant,
 			Summary: "Get an agent's capabilities, permissions and fork settings", Response: AgentSettings{}, Handler: r.getSettings},
-		{Method: http.MethodPut, Path: p + "/:agent/settings", ID: "putAgentSettings", Tag: "agents", Needs: identity.ManageAgents,
+		{Method: http.MethodPut, Path: p + "/:agent/settings", ID: "putAgentSettings", Errors: []int{http.StatusConflict}, Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Replace an agent's settings; takes effect live", Request: AgentSettingsUpdate{}, Response: AgentSettings{}, Handler: r.putSettings},
 	}
 }
 
-// agentID resolves the :agent parameter, a UUID or a name, inside the
+// agentID resolves the :agent parameter, an id or a name, inside the
 // request's tenant.
 func (r agents) agentID(c echo.Context) (uuid.UUID, error) {
-	ref := c.Param("agent")
-	if id, err := uuid.Parse(ref); err == nil {
-		return id, nil
-	}
-	if !identity.ValidAgentName(ref) {
-		return uuid.Nil, fault.New(fault.NotFound, "agent not found")
-	}
-	a, err := r.a.ids.Store().AgentByName(c.Request().Context(), tenant(c).ID, ref)
-	return a.ID, err
+	return resolveAgent(c, AgentRef(c.Param("agent")))
 }
 
 func (r agents) list(c echo.Context) error {
@@ -112,7 +113,11 @@ func (r agents) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, AgentList{Agents: mapSlice(as, agentOut)})
+	page, next, err := pageBy(c, as, func(a identity.Agent) string { return a.Name })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, AgentList{Agents: mapSlice(page, agentOut), NextCursor: next})
 }
 
 func (r agents) create(c echo.Context) error {
@@ -122,7 +127,11 @@ func (r agents) create(c echo.Context) error {
 	}
 	na := identity.NewAgent{Name: in.Name, Department: in.Department, Role: in.Role, BudgetCents: in.BudgetCents, Settings: in.Settings}
 	if in.ReportsTo != nil {
-		na.ReportsTo = *in.ReportsTo
+		id, err := bodyAgent(c, "reports_to", *in.ReportsTo)
+		if err != nil {
+			return err
+		}
+		na.ReportsTo = id
 	}
 	a, err := r.a.ids.CreateAgent(c.Request().Context(), tenant(c).ID, na)
 	if err != nil {
@@ -142,13 +151,20 @@ func (r agents) update(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
+	var manager uuid.UUID
+	if in.ReportsTo.Set && in.ReportsTo.Ref != "" {
+		var err error
+		if manager, err = bodyAgent(c, "reports_to", in.ReportsTo.Ref); err != nil {
+			return err
+		}
+	}
 	return r.withAgent(c, func(ctx context.Context, tid, id uuid.UUID) (identity.Agent, error) {
 		return r.a.ids.UpdateAgent(ctx, tid, id, func(a *identity.Agent) error {
 			if in.Department != nil {
 				a.Department = *in.Department
 			}
 			if in.ReportsTo.Set {
-				a.ReportsTo = in.ReportsTo.ID
+				a.ReportsTo = manager
 			}
 			if in.Role != nil {
 				a.Role = *in.Role

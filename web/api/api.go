@@ -35,7 +35,9 @@ type Operation struct {
 	Path    string // echo path below Prefix, e.g. "/tenants/:tenant/agents"
 	ID      string // OpenAPI operationId, unique
 	Summary string
-	Tag     string
+	// Description, when set, says more than the summary (filters, rules).
+	Description string
+	Tag         string
 	// Needs is the action the caller must be allowed to take
 	// (identity.Principal.Check, from the authority matrix). Every
 	// operation declares one; Register refuses an operation without.
@@ -43,7 +45,16 @@ type Operation struct {
 	// Request is a value of the JSON body type (nil: no body). Response is
 	// a value of the success body type (nil: no body).
 	Request, Response any
-	Status            int // success status; 200 when zero
+	// OptionalBody marks a Request body the operation also accepts absent.
+	OptionalBody bool
+	// ResponseType, when set, is the media type of a success body that is
+	// not JSON (a download).
+	ResponseType string
+	Status       int // success status; 200 when zero
+	// Errors lists the error statuses beyond those every operation of its
+	// shape has (see ErrorsOf): 409 when the change can conflict with the
+	// current state, 429 when a limit applies.
+	Errors []int
 	// Query lists the query parameters the operation reads (filters, and
 	// PageParams for lists), for the OpenAPI document.
 	Query   []QueryParam
@@ -69,8 +80,10 @@ type Deps struct {
 	PlatformToken string
 	// Audit records every operator action (each request to an operation
 	// that changes state) next to the tool calls; nil records nothing.
-	Audit  audit.Recorder
-	Logger *slog.Logger
+	Audit audit.Recorder
+	// BaseURL is the deployment's public URL, the document's server.
+	BaseURL string
+	Logger  *slog.Logger
 }
 
 // API is the admin API.
@@ -81,13 +94,14 @@ type API struct {
 	hasPlat   bool
 	log       *slog.Logger
 	audit     audit.Recorder
+	baseURL   string
 	ops       []Operation
 	resources []Resource
 }
 
 // New returns the API with its built-in resources.
 func New(d Deps) *API {
-	a := &API{ids: d.Identity, authn: d.Authenticate, log: d.Logger, audit: d.Audit}
+	a := &API{ids: d.Identity, authn: d.Authenticate, log: d.Logger, audit: d.Audit, baseURL: d.BaseURL}
 	if d.PlatformToken != "" {
 		a.platform, a.hasPlat = sha256.Sum256([]byte(d.PlatformToken)), true
 	}
@@ -120,7 +134,13 @@ func (a *API) Register(e *echo.Echo) {
 		if !op.Needs.Known() || !op.Needs.AdminAPI() {
 			panic(fmt.Sprintf("api: operation %s declares no admin API action in Needs (%q); pick one of identity.Actions", op.ID, op.Needs))
 		}
-		g.Add(op.Method, op.Path, op.Handler, a.authenticate(), a.record(op), a.authorize(op.Needs))
+		handler := op.Handler
+		g.Add(op.Method, op.Path, func(c echo.Context) error {
+			if a.ids != nil {
+				c.Set(agentsKey, a.ids.Store())
+			}
+			return handler(c)
+		}, a.authenticate(), a.record(op), a.authorize(op.Needs))
 	}
 }
 

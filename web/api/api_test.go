@@ -160,7 +160,7 @@ func TestOperatorManagesAgentsSettingsAndKeys(t *testing.T) {
 	// Keys: an agent key authenticates as the agent, which may not use
 	// the admin API; revoking it stops it at once.
 	var ck api.CreatedKey
-	code, body = f.do("POST", base+"/keys", f.opKey, `{"kind":"agent","agent_id":"`+a.ID.String()+`","name":"ava key","scopes":["tools:write"]}`, &ck)
+	code, body = f.do("POST", base+"/keys", f.opKey, `{"kind":"agent","agent":"`+a.ID.String()+`","name":"ava key","scopes":["tools:write"]}`, &ck)
 	require.Equal(t, 201, code, body)
 	require.True(t, strings.HasPrefix(ck.Token, "vsk_"))
 	require.Equal(t, []string{"tools:write"}, ck.Key.Scopes)
@@ -245,7 +245,7 @@ func TestTenantsAreIsolated(t *testing.T) {
 	require.Equal(t, 404, code)
 	code, _ = f.do("POST", "/api/v1/tenants/acme/agents/"+secret.ID.String()+"/trash", f.opKey, "", nil)
 	require.Equal(t, 404, code)
-	code, _ = f.do("POST", "/api/v1/tenants/acme/keys", f.opKey, `{"kind":"agent","agent_id":"`+secret.ID.String()+`","name":"x"}`, nil)
+	code, _ = f.do("POST", "/api/v1/tenants/acme/keys", f.opKey, `{"kind":"agent","agent":"`+secret.ID.String()+`","name":"x"}`, nil)
 	require.Equal(t, 404, code)
 }
 
@@ -366,3 +366,73 @@ func TestMemberSessionsAreAuthorizedByRole(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestListsPageAndAgentsAreNamedAlike: a list walked with limit and
+// next_cursor returns every item once; a cursor the API did not issue and
+// a bad limit are 400s; and a request body names an agent by id or by name
+// exactly as a path does (reports_to, a key's agent), a name that matches
+// no agent being the caller's mistake.
+func TestListsPageAndAgentsAreNamedAlike(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	base := "/api/v1/tenants/acme"
+	var boss api.Agent
+	code, body := f.do("POST", base+"/agents", f.opKey, `{"name":"boss"}`, &boss)
+	require.Equal(t, 201, code, body)
+	for _, n := range []string{"cleo", "ava", "dan"} {
+		code, body := f.do("POST", base+"/agents", f.opKey, `{"name":"`+n+`","reports_to":"boss"}`, nil)
+		require.Equal(t, 201, code, body)
+	}
+
+	var seen []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 3)
+		var list api.AgentList
+		code, body := f.do("GET", base+"/agents?limit=3&cursor="+cursor, f.opKey, "", &list)
+		require.Equal(t, 200, code, body)
+		for _, a := range list.Agents {
+			seen = append(seen, a.Name)
+			if a.Name != "boss" {
+				require.Equal(t, boss.ID, *a.ReportsTo, "reports_to by name")
+			}
+		}
+		if list.NextCursor == "" {
+			break
+		}
+		cursor = list.NextCursor
+	}
+	require.Equal(t, []string{"ava", "boss", "cleo", "dan"}, seen, "every agent once, by name")
+	for _, q := range []string{"cursor=bogus!", "limit=0", "limit=501"} {
+		code, body := f.do("GET", base+"/agents?"+q, f.opKey, "", nil)
+		require.Equal(t, 400, code, q)
+		requireError(t, body, "invalid_argument")
+	}
+	var keys api.KeyList
+	code, _ = f.do("GET", base+"/keys?limit=1", f.opKey, "", &keys)
+	require.Equal(t, 200, code)
+	require.Len(t, keys.Keys, 1)
+	require.Empty(t, keys.NextCursor, "one key (the fixture's): the last page")
+
+	var ck api.CreatedKey
+	code, body = f.do("POST", base+"/keys", f.opKey, `{"kind":"agent","agent":"ava","name":"ava key","scopes":["tools:read"]}`, &ck)
+	require.Equal(t, 201, code, body)
+	ava, err := f.ids.Store().AgentByName(context.Background(), f.tenant.ID, "ava")
+	require.NoError(t, err)
+	require.Equal(t, ava.ID, *ck.Key.AgentID)
+
+	code, body = f.do("PATCH", base+"/agents/ava", f.opKey, `{"reports_to":"dan"}`, nil)
+	require.Equal(t, 200, code, body)
+	code, body = f.do("PATCH", base+"/agents/ava", f.opKey, `{"reports_to":null}`, nil)
+	require.Equal(t, 200, code, body)
+	for _, req := range [][2]string{
+		{"POST " + base + "/keys", `{"kind":"agent","agent":"nobody","name":"k"}`},
+		{"PATCH " + base + "/agents/ava", `{"reports_to":"nobody"}`},
+		{"POST " + base + "/agents", `{"name":"eve","reports_to":"nobody"}`},
+	} {
+		method, path, _ := strings.Cut(req[0], " ")
+		code, body := f.do(method, path, f.opKey, req[1], nil)
+		require.Equal(t, 400, code, "%s %s", req[0], body)
+		require.Contains(t, body, "names no agent of this tenant")
+	}
+}

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,11 +44,11 @@ type AuditEvent struct {
 	Change string `json:"change,omitempty"`
 }
 
-// AuditList is the body of GET /tenants/{tenant}/audit. Pass next_before as
-// before to read the next (older) page.
+// AuditList is the body of GET /tenants/{tenant}/audit. Pass next_cursor as
+// cursor to read the next (older) page.
 type AuditList struct {
 	Events     []AuditEvent `json:"events"`
-	NextBefore *uuid.UUID   `json:"next_before,omitempty"`
+	NextCursor string       `json:"next_cursor,omitempty"`
 }
 
 func auditOut(e audit.Entry) AuditEvent {
@@ -69,14 +68,31 @@ func (r auditAPI) Operations() []Operation {
 	p := "/tenants/:tenant/audit"
 	return []Operation{
 		{Method: http.MethodGet, Path: p, ID: "listAudit", Tag: "audit", Needs: identity.ReadAudit,
-			Summary:  "List audit rows, newest first; filters: principal_kind, principal_id, tool, outcome, event_type, source, action, object, since, until, before, limit",
+			Summary: "List audit rows, newest first, filtered", Query: Paged(auditFilters...),
 			Response: AuditList{}, Handler: r.list},
 		{Method: http.MethodGet, Path: p + "/export", ID: "exportAudit", Tag: "audit", Needs: identity.ReadAudit,
-			Summary: "Export every matching audit row as JSON Lines (same filters as listAudit)", Handler: r.export},
+			Summary: "Export every matching audit row as JSON Lines, newest first (the filters of listAudit, no paging)",
+			Query:   auditFilters, ResponseType: "application/x-ndjson", Handler: r.export},
 	}
 }
 
-// filter reads the query parameters shared by list and export.
+// auditFilters are the query parameters list and export share.
+var auditFilters = []QueryParam{
+	{Name: "principal_kind", Type: "string", Enum: []string{string(identity.KindOperator), string(identity.KindEmployee), string(identity.KindExternal)},
+		Description: "Who acted: an operator (key, session, platform token or the CLI), an AI employee, or an OAuth client."},
+	{Name: "principal_id", Type: "string", Description: "The principal's id as rows show it, e.g. agent:<uuid> or operator:key:<uuid>."},
+	{Name: "tool", Type: "string", Description: "A tool name."},
+	{Name: "outcome", Type: "string", Enum: []string{audit.OutcomeOK, audit.OutcomeToolError, audit.OutcomeRejected, audit.OutcomeRefused, audit.OutcomeFailed},
+		Description: "How it ended."},
+	{Name: "event_type", Type: "string", Description: "The audit event, e.g. scope_denied or capability_denied."},
+	{Name: "source", Type: "string", Enum: []string{audit.SourceMCP, audit.SourceAdminAPI, audit.SourceCLI}, Description: "Where the action came from."},
+	{Name: "action", Type: "string", Description: "An operator action: the admin API operation id, e.g. createAgent."},
+	{Name: "object", Type: "string", Description: "What an operator action was done to."},
+	{Name: "since", Type: "string", Format: "date-time", Description: "Rows at or after this RFC 3339 time."},
+	{Name: "until", Type: "string", Format: "date-time", Description: "Rows before this RFC 3339 time."},
+}
+
+// auditFilter reads the query parameters shared by list and export.
 func auditFilter(c echo.Context) (audit.Filter, error) {
 	q := c.QueryParams()
 	f := audit.Filter{PrincipalKind: q.Get("principal_kind"), PrincipalID: q.Get("principal_id"), Tool: q.Get("tool"),
@@ -90,20 +106,6 @@ func auditFilter(c echo.Context) (audit.Filter, error) {
 			*dst = t
 		}
 	}
-	if v := q.Get("before"); v != "" {
-		id, err := uuid.Parse(v)
-		if err != nil {
-			return f, fault.New(fault.Invalid, "before must be an audit row id")
-		}
-		f.Before = id
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			return f, fault.New(fault.Invalid, "limit must be 1-1000")
-		}
-		f.Limit = n
-	}
 	return f, nil
 }
 
@@ -112,18 +114,25 @@ func (r auditAPI) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if f.Limit == 0 {
-		f.Limit = 100
+	page, err := ReadPage(c)
+	if err != nil {
+		return err
 	}
+	// The store pages by row id, newest first: the cursor is the last id.
+	if _, err := page.Decode(&f.Before); err != nil {
+		return err
+	}
+	f.Limit = page.Limit + 1 // one more tells whether another page follows
 	rows, err := r.store.List(c.Request().Context(), tenant(c).ID, f)
 	if err != nil {
 		return err
 	}
-	out := AuditList{Events: mapSlice(rows, auditOut)}
-	if len(rows) == f.Limit {
-		last := rows[len(rows)-1].ID
-		out.NextBefore = &last
+	out := AuditList{}
+	if len(rows) > page.Limit {
+		rows = rows[:page.Limit]
+		out.NextCursor = EncodeCursor(rows[len(rows)-1].ID)
 	}
+	out.Events = mapSlice(rows, auditOut)
 	return c.JSON(http.StatusOK, out)
 }
 

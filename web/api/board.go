@@ -39,21 +39,22 @@ type NewTask struct {
 	Description        string     `json:"description,omitempty"`
 	AcceptanceCriteria string     `json:"acceptance_criteria,omitempty"`
 	ParentTaskID       *uuid.UUID `json:"parent_task_id,omitempty"`
-	AssigneeID         *uuid.UUID `json:"assignee_id,omitempty"`
-	Tags               []string   `json:"tags,omitempty"`
+	// Assignee is the AI employee who does it: its id or name.
+	Assignee *AgentRef `json:"assignee,omitempty"`
+	Tags     []string  `json:"tags,omitempty"`
 }
 
 // TaskPatch is the body of PATCH /tenants/{tenant}/tasks/{task}; absent
-// fields stay. assignee_id null unassigns. status moves a task between
+// fields stay. assignee null unassigns. status moves a task between
 // open, in_progress and cancelled (open or in_progress unblocks it); use
 // the complete and block routes for done and blocked.
 type TaskPatch struct {
-	Title              *string    `json:"title,omitempty"`
-	Description        *string    `json:"description,omitempty"`
-	AcceptanceCriteria *string    `json:"acceptance_criteria,omitempty"`
-	Status             *string    `json:"status,omitempty"`
-	AssigneeID         OptionalID `json:"assignee_id,omitzero"`
-	Tags               *[]string  `json:"tags,omitempty"`
+	Title              *string          `json:"title,omitempty"`
+	Description        *string          `json:"description,omitempty"`
+	AcceptanceCriteria *string          `json:"acceptance_criteria,omitempty"`
+	Status             *string          `json:"status,omitempty"`
+	Assignee           OptionalAgentRef `json:"assignee,omitzero"`
+	Tags               *[]string        `json:"tags,omitempty"`
 }
 
 // TaskList is a page of tasks, newest first.
@@ -86,7 +87,7 @@ type ActivityList struct {
 var taskFilters = []QueryParam{
 	{Name: "status", Type: "string", Description: "Only tasks in this status.", Enum: []string{"open", "in_progress", "blocked", "done", "cancelled"}},
 	{Name: "kind", Type: "string", Description: "Only tasks or only goals.", Enum: []string{"task", "goal"}},
-	{Name: "assignee_id", Type: "string", Description: "Only tasks assigned to this AI employee."},
+	{Name: "assignee", Type: "string", Description: "Only tasks assigned to this AI employee: its id or name."},
 	{Name: "parent_task_id", Type: "string", Description: "Only the sub-tasks of this task."},
 	{Name: "tag", Type: "string", Description: "Only tasks carrying this tag."},
 }
@@ -96,18 +97,18 @@ func (r Board) taskOperations() []Operation {
 		{Method: http.MethodGet, Path: "/tenants/:tenant/tasks", ID: "listTasks", Tag: "board", Needs: identity.ReadTenant,
 			Summary: "List tasks and goals, newest first, with filters", Query: append(taskFilters, PageParams...),
 			Response: TaskList{}, Handler: r.listTasks},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks", ID: "createTask", Tag: "board", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks", ID: "createTask", Errors: []int{http.StatusConflict}, Tag: "board", Needs: identity.ManageAgents,
 			Summary: "Create a task or goal, with acceptance criteria, a parent and an assignee (who is woken)", Request: NewTask{},
 			Response: board.Task{}, Status: http.StatusCreated, Handler: r.createTask},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/tasks/:task", ID: "getTask", Tag: "board", Needs: identity.ReadTenant,
 			Summary: "Read a task or goal", Response: board.Task{}, Handler: r.getTask},
-		{Method: http.MethodPatch, Path: "/tenants/:tenant/tasks/:task", ID: "updateTask", Tag: "board", Needs: identity.ManageAgents,
+		{Method: http.MethodPatch, Path: "/tenants/:tenant/tasks/:task", ID: "updateTask", Errors: []int{http.StatusConflict}, Tag: "board", Needs: identity.ManageAgents,
 			Summary: "Change a task's title, description, acceptance criteria, status, assignee or tags", Request: TaskPatch{},
 			Response: board.Task{}, Handler: r.updateTask},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks/:task/complete", ID: "completeTask", Tag: "board", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks/:task/complete", ID: "completeTask", Errors: []int{http.StatusConflict}, Tag: "board", Needs: identity.ManageAgents,
 			Summary: "Mark a task done: its task-scoped grants and rounds end, its ephemeral employees retire", Request: CompleteTask{},
 			Response: board.Task{}, Handler: r.completeTask},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks/:task/block", ID: "blockTask", Tag: "board", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/tasks/:task/block", ID: "blockTask", Errors: []int{http.StatusConflict}, Tag: "board", Needs: identity.ManageAgents,
 			Summary: "Mark a task blocked, with the reason; unblocking it (PATCH status) wakes its assignee", Request: BlockTask{},
 			Response: board.Task{}, Handler: r.blockTask},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/tasks/:task/activity", ID: "listTaskActivity", Tag: "board", Needs: identity.ReadTenant,
@@ -144,8 +145,10 @@ func (r Board) listTasks(c echo.Context) error {
 	if f.Kind != "" && f.Kind != board.KindTask && f.Kind != board.KindGoal {
 		return fault.New(fault.Invalid, "kind must be task or goal")
 	}
-	if f.Assignee, err = queryID(c, "assignee_id"); err != nil {
-		return err
+	if v := c.QueryParam("assignee"); v != "" {
+		if f.Assignee, err = bodyAgent(c, "assignee", AgentRef(v)); err != nil {
+			return err
+		}
 	}
 	if f.Parent, err = queryID(c, "parent_task_id"); err != nil {
 		return err
@@ -208,8 +211,12 @@ func (r Board) createTask(c echo.Context) error {
 	if in.ParentTaskID != nil {
 		nt.Parent, nt.ParentGiven = *in.ParentTaskID, true
 	}
-	if in.AssigneeID != nil {
-		nt.Assignee = *in.AssigneeID
+	if in.Assignee != nil {
+		id, err := taskAgent(c, *in.Assignee)
+		if err != nil {
+			return err
+		}
+		nt.Assignee = id
 	}
 	t, err := r.svc.CreateTask(c.Request().Context(), actor(c), nt)
 	if err != nil {
@@ -251,8 +258,14 @@ func (r Board) updateTask(c echo.Context) error {
 		}
 		ch.Status = &st
 	}
-	if in.AssigneeID.Set {
-		ch.Assignee = &in.AssigneeID.ID
+	if in.Assignee.Set {
+		var id uuid.UUID
+		if in.Assignee.Ref != "" {
+			if id, err = taskAgent(c, in.Assignee.Ref); err != nil {
+				return err
+			}
+		}
+		ch.Assignee = &id
 	}
 	if ch == (board.Change{}) {
 		return fault.New(fault.Invalid, "nothing to change: send at least one field")
@@ -341,4 +354,11 @@ func (r Board) comment(c echo.Context) error {
 		return boardErr(err)
 	}
 	return c.JSON(http.StatusCreated, e)
+}
+
+// taskAgent resolves an agent named in a board request body. A name that
+// matches no agent is the caller's mistake (400); an id is passed on as it
+// is, and the board answers 404 when no agent has it.
+func taskAgent(c echo.Context, ref AgentRef) (uuid.UUID, error) {
+	return bodyAgent(c, "the agent", ref)
 }

@@ -14,24 +14,25 @@ import (
 )
 
 // NewRoutine is the body of POST /tenants/{tenant}/routines: a task on a
-// cron schedule (in the tenant's time zone), each run a round of agent_id.
+// cron schedule (in the tenant's time zone), each run a round of agent
+// (an AI employee's id or name).
 type NewRoutine struct {
-	Name        string    `json:"name"`
-	Schedule    string    `json:"schedule"`
-	AgentID     uuid.UUID `json:"agent_id"`
-	Description string    `json:"description,omitempty"`
-	Tags        []string  `json:"tags,omitempty"`
+	Name        string   `json:"name"`
+	Schedule    string   `json:"schedule"`
+	Agent       AgentRef `json:"agent"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
 }
 
 // RoutinePatch is the body of PATCH /tenants/{tenant}/routines/{routine};
 // absent fields stay, and paused pauses or resumes it.
 type RoutinePatch struct {
-	Name        *string    `json:"name,omitempty"`
-	Schedule    *string    `json:"schedule,omitempty"`
-	AgentID     *uuid.UUID `json:"agent_id,omitempty"`
-	Description *string    `json:"description,omitempty"`
-	Tags        *[]string  `json:"tags,omitempty"`
-	Paused      *bool      `json:"paused,omitempty"`
+	Name        *string   `json:"name,omitempty"`
+	Schedule    *string   `json:"schedule,omitempty"`
+	Agent       *AgentRef `json:"agent,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	Tags        *[]string `json:"tags,omitempty"`
+	Paused      *bool     `json:"paused,omitempty"`
 }
 
 // RoutineList is a page of routines, newest first.
@@ -47,12 +48,13 @@ type RoutineRun struct {
 }
 
 // NewReminder is the body of POST /tenants/{tenant}/reminders: wake
-// agent_id at due_at, on task_id or on a task made for it.
+// agent (an AI employee's id or name) at due_at, on task_id or on a task
+// made for it.
 type NewReminder struct {
-	AgentID uuid.UUID  `json:"agent_id"`
-	Text    string     `json:"text"`
-	DueAt   time.Time  `json:"due_at"`
-	TaskID  *uuid.UUID `json:"task_id,omitempty"`
+	Agent  AgentRef   `json:"agent"`
+	Text   string     `json:"text"`
+	DueAt  time.Time  `json:"due_at"`
+	TaskID *uuid.UUID `json:"task_id,omitempty"`
 }
 
 // ReminderList is a page of reminders, newest first.
@@ -65,12 +67,12 @@ func (r Board) scheduleOperations() []Operation {
 	return []Operation{
 		{Method: http.MethodGet, Path: "/tenants/:tenant/routines", ID: "listRoutines", Tag: "board", Needs: identity.ReadTenant,
 			Summary: "List routines, newest first", Query: PageParams, Response: RoutineList{}, Handler: r.listRoutines},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/routines", ID: "createRoutine", Tag: "board", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/routines", ID: "createRoutine", Errors: []int{http.StatusConflict}, Tag: "board", Needs: identity.ManageAgents,
 			Summary: "Create a routine: a task on a cron schedule in the tenant's time zone, run as an AI employee", Request: NewRoutine{},
 			Response: board.Routine{}, Status: http.StatusCreated, Handler: r.createRoutine},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/routines/:routine", ID: "getRoutine", Tag: "board", Needs: identity.ReadTenant,
 			Summary: "Read a routine", Response: board.Routine{}, Handler: r.getRoutine},
-		{Method: http.MethodPatch, Path: "/tenants/:tenant/routines/:routine", ID: "updateRoutine", Tag: "board", Needs: identity.ManageAgents,
+		{Method: http.MethodPatch, Path: "/tenants/:tenant/routines/:routine", ID: "updateRoutine", Errors: []int{http.StatusConflict}, Tag: "board", Needs: identity.ManageAgents,
 			Summary: "Change a routine's name, schedule, employee, description or tags, or pause or resume it", Request: RoutinePatch{},
 			Response: board.Routine{}, Handler: r.updateRoutine},
 		{Method: http.MethodDelete, Path: "/tenants/:tenant/routines/:routine", ID: "deleteRoutine", Tag: "board", Needs: identity.ManageAgents,
@@ -87,7 +89,7 @@ func (r Board) scheduleOperations() []Operation {
 			Status: http.StatusCreated, Handler: r.createReminder},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/reminders/:reminder", ID: "getReminder", Tag: "board", Needs: identity.ReadTenant,
 			Summary: "Read a reminder", Response: board.Reminder{}, Handler: r.getReminder},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/reminders/:reminder", ID: "cancelReminder", Tag: "board", Needs: identity.ManageAgents,
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/reminders/:reminder", ID: "cancelReminder", Errors: []int{http.StatusConflict}, Tag: "board", Needs: identity.ManageAgents,
 			Summary: "Cancel a pending reminder", Response: board.Reminder{}, Handler: r.cancelReminder},
 	}
 }
@@ -117,11 +119,15 @@ func (r Board) createRoutine(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	if in.AgentID == uuid.Nil {
-		return fault.New(fault.Invalid, "agent_id is required: a routine runs as an AI employee")
+	if in.Agent == "" {
+		return fault.New(fault.Invalid, "agent is required: a routine runs as an AI employee (give its id or name)")
+	}
+	agent, err := taskAgent(c, in.Agent)
+	if err != nil {
+		return err
 	}
 	rt, err := r.svc.CreateRoutine(c.Request().Context(), actor(c), board.NewRoutine{Name: in.Name, Schedule: in.Schedule,
-		Agent: in.AgentID, Description: in.Description, Tags: in.Tags})
+		Agent: agent, Description: in.Description, Tags: in.Tags})
 	if err != nil {
 		return boardErr(err)
 	}
@@ -156,7 +162,14 @@ func (r Board) updateRoutine(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	ch := board.RoutineChange{Name: in.Name, Schedule: in.Schedule, Description: in.Description, Tags: in.Tags, Agent: in.AgentID}
+	ch := board.RoutineChange{Name: in.Name, Schedule: in.Schedule, Description: in.Description, Tags: in.Tags}
+	if in.Agent != nil {
+		agent, err := taskAgent(c, *in.Agent)
+		if err != nil {
+			return err
+		}
+		ch.Agent = &agent
+	}
 	if ch == (board.RoutineChange{}) && in.Paused == nil {
 		return fault.New(fault.Invalid, "nothing to change: send at least one field")
 	}
@@ -232,10 +245,14 @@ func (r Board) createReminder(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	if in.AgentID == uuid.Nil {
-		return fault.New(fault.Invalid, "agent_id is required: a reminder wakes an AI employee")
+	if in.Agent == "" {
+		return fault.New(fault.Invalid, "agent is required: a reminder wakes an AI employee (give its id or name)")
 	}
-	nr := board.NewReminder{Agent: in.AgentID, Text: in.Text, DueAt: in.DueAt}
+	agent, err := taskAgent(c, in.Agent)
+	if err != nil {
+		return err
+	}
+	nr := board.NewReminder{Agent: agent, Text: in.Text, DueAt: in.DueAt}
 	if in.TaskID != nil {
 		nr.Task = *in.TaskID
 	}

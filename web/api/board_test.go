@@ -114,7 +114,7 @@ func TestOperatorManagesTasksAndGoalsThroughTheAPI(t *testing.T) {
 
 	var goal board.Task
 	code, body := f.do("POST", base+"/tasks", f.opKey, fmt.Sprintf(`{"kind":"goal","title":"Ship v2","acceptance_criteria":"p99 < 1s",
-		"assignee_id":%q,"tags":["outcome:revenue"]}`, f.ada.ID), &goal)
+		"assignee":%q,"tags":["outcome:revenue"]}`, f.ada.ID), &goal)
 	require.Equal(t, 201, code, body)
 	require.Equal(t, board.KindGoal, goal.Kind)
 	require.Equal(t, "p99 < 1s", goal.AcceptanceCriteria, "operators set acceptance criteria through the admin API")
@@ -128,11 +128,11 @@ func TestOperatorManagesTasksAndGoalsThroughTheAPI(t *testing.T) {
 
 	var patched board.Task
 	code, body = f.do("PATCH", base+"/tasks/"+goal.ID.String(), f.opKey,
-		`{"title":"Ship v2.1","acceptance_criteria":"p99 < 500ms","assignee_id":null,"tags":["outcome:revenue","auto-research"]}`, &patched)
+		`{"title":"Ship v2.1","acceptance_criteria":"p99 < 500ms","assignee":null,"tags":["outcome:revenue","auto-research"]}`, &patched)
 	require.Equal(t, 200, code, body)
 	require.Equal(t, "Ship v2.1", patched.Title, "operators change a goal's title")
 	require.Equal(t, "p99 < 500ms", patched.AcceptanceCriteria)
-	require.Equal(t, uuid.Nil, patched.AssigneeID, "assignee_id null unassigns")
+	require.Equal(t, uuid.Nil, patched.AssigneeID, "assignee null unassigns")
 	require.Equal(t, []string{"outcome:revenue", "auto-research"}, patched.Tags, "operators place protected tags")
 
 	var got board.Task
@@ -197,7 +197,7 @@ func TestTaskScopedGrantsEndAtEveryTerminalState(t *testing.T) {
 		{"cancelled", "PATCH", "", `{"status":"cancelled"}`},
 	} {
 		var tk board.Task
-		code, body := f.do("POST", base+"/tasks", f.opKey, fmt.Sprintf(`{"title":"needs a secret","assignee_id":%q}`, f.ada.ID), &tk)
+		code, body := f.do("POST", base+"/tasks", f.opKey, fmt.Sprintf(`{"title":"needs a secret","assignee":%q}`, f.ada.ID), &tk)
 		require.Equal(t, 201, code, body)
 		g, err := f.grants.Grant(context.Background(), f.tenant.ID, f.ada.ID, "secret_read", tk.ID, 0, "operator:test")
 		require.NoError(t, err)
@@ -208,7 +208,7 @@ func TestTaskScopedGrantsEndAtEveryTerminalState(t *testing.T) {
 		code, body = f.do(finish.method, base+"/tasks/"+tk.ID.String()+finish.path, f.opKey, finish.body, nil)
 		require.Equal(t, 200, code, body)
 		var live api.GrantList
-		f.do("GET", base+"/grants?live=true&agent_id="+f.ada.ID.String(), f.opKey, "", &live)
+		f.do("GET", base+"/grants?live=true&agent="+f.ada.ID.String(), f.opKey, "", &live)
 		ids := []uuid.UUID{}
 		for _, l := range live.Grants {
 			ids = append(ids, l.ID)
@@ -227,7 +227,7 @@ func TestOperatorManagesRoutinesAndRemindersThroughTheAPI(t *testing.T) {
 	base := "/api/v1/tenants/acme"
 
 	var r board.Routine
-	code, body := f.do("POST", base+"/routines", f.opKey, fmt.Sprintf(`{"name":"standup","schedule":"0 9 * * 1-5","agent_id":%q}`, f.ada.ID), &r)
+	code, body := f.do("POST", base+"/routines", f.opKey, fmt.Sprintf(`{"name":"standup","schedule":"0 9 * * 1-5","agent":%q}`, f.ada.ID), &r)
 	require.Equal(t, 201, code, body)
 	require.NotNil(t, r.NextRunAt)
 	id := r.ID.String()
@@ -253,7 +253,7 @@ func TestOperatorManagesRoutinesAndRemindersThroughTheAPI(t *testing.T) {
 
 	var rem board.Reminder
 	due := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	code, body = f.do("POST", base+"/reminders", f.opKey, fmt.Sprintf(`{"agent_id":%q,"text":"check the build","due_at":%q}`, f.ada.ID, due), &rem)
+	code, body = f.do("POST", base+"/reminders", f.opKey, fmt.Sprintf(`{"agent":%q,"text":"check the build","due_at":%q}`, f.ada.ID, due), &rem)
 	require.Equal(t, 201, code, body)
 	var rems api.ReminderList
 	f.do("GET", base+"/reminders?pending=true", f.opKey, "", &rems)
@@ -287,7 +287,7 @@ func TestBoardAPIClientMistakesAreFourHundreds(t *testing.T) {
 		{"POST", base + "/tasks", `{"title":"x","colour":"red"}`, 400, "invalid_argument"},
 		{"POST", base + "/tasks", `{"title":"x","tags":["a b"]}`, 400, "invalid_argument"},
 		{"POST", base + "/tasks", `{"title":"x","parent_task_id":"` + uuid.NewString() + `"}`, 404, "not_found"},
-		{"POST", base + "/tasks", `{"title":"x","assignee_id":"` + uuid.NewString() + `"}`, 404, "not_found"},
+		{"POST", base + "/tasks", `{"title":"x","assignee":"` + uuid.NewString() + `"}`, 404, "not_found"},
 		{"POST", base + "/tasks", `{"title":"x","parent_task_id":"nope"}`, 400, "invalid_argument"},
 		{"PATCH", task, `{}`, 400, "invalid_argument"},
 		{"PATCH", task, `{"status":"done"}`, 400, "invalid_argument"},
@@ -297,13 +297,13 @@ func TestBoardAPIClientMistakesAreFourHundreds(t *testing.T) {
 		{"GET", base + "/tasks?limit=0", "", 400, "invalid_argument"},
 		{"GET", base + "/tasks?cursor=xyz", "", 400, "invalid_argument"},
 		{"GET", base + "/tasks?status=sleeping", "", 400, "invalid_argument"},
-		{"GET", base + "/tasks?assignee_id=ada", "", 400, "invalid_argument"},
+		{"GET", base + "/tasks?assignee=nobody", "", 400, "invalid_argument"},
 		{"GET", base + "/tasks/" + uuid.NewString(), "", 404, "not_found"},
 		{"GET", base + "/tasks/nope", "", 404, "not_found"},
 		{"GET", base + "/tasks/" + uuid.NewString() + "/activity", "", 404, "not_found"},
-		{"POST", base + "/routines", `{"name":"x","schedule":"every day","agent_id":"` + f.ada.ID.String() + `"}`, 400, "invalid_argument"},
+		{"POST", base + "/routines", `{"name":"x","schedule":"every day","agent":"` + f.ada.ID.String() + `"}`, 400, "invalid_argument"},
 		{"POST", base + "/routines", `{"name":"x","schedule":"@daily"}`, 400, "invalid_argument"},
-		{"POST", base + "/reminders", `{"agent_id":"` + f.ada.ID.String() + `","text":"x","due_at":"2001-01-01T00:00:00Z"}`, 400, "invalid_argument"},
+		{"POST", base + "/reminders", `{"agent":"` + f.ada.ID.String() + `","text":"x","due_at":"2001-01-01T00:00:00Z"}`, 400, "invalid_argument"},
 		{"GET", base + "/reminders?pending=maybe", "", 400, "invalid_argument"},
 	} {
 		code, body := f.do(c.method, c.path, f.opKey, c.body, nil)

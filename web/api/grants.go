@@ -29,7 +29,8 @@ type RequestList struct {
 
 // GrantList is the body of GET /tenants/{tenant}/grants.
 type GrantList struct {
-	Grants []grants.Grant `json:"grants"`
+	Grants     []grants.Grant `json:"grants"`
+	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
 // ApproveRequest is the optional body of POST .../requests/{id}/approve.
@@ -54,7 +55,8 @@ type DenyRequest struct {
 
 // NewGrant is the body of POST /tenants/{tenant}/grants.
 type NewGrant struct {
-	AgentID    uuid.UUID `json:"agent_id"`
+	// Agent is the AI employee: its id or name.
+	Agent      AgentRef  `json:"agent"`
 	Tool       string    `json:"tool"`
 	TTLSeconds int64     `json:"ttl_seconds,omitempty"`
 	TaskID     uuid.UUID `json:"task_id,omitzero"`
@@ -64,17 +66,20 @@ type NewGrant struct {
 func (r Grants) Operations() []Operation {
 	return []Operation{
 		{Method: http.MethodGet, Path: "/tenants/:tenant/grants/requests", ID: "listCapabilityRequests", Tag: "grants", Needs: identity.ReadTenant,
-			Summary: "List AI employees' capability requests, newest first, a page at a time", Response: RequestList{}, Handler: r.listRequests,
-			Query: append([]QueryParam{{Name: "status", Type: "string", Description: "Only requests in this state.", Enum: []string{"pending", "approved", "denied"}}}, PageParams...)},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/approve", ID: "approveCapabilityRequest", Tag: "grants", Needs: identity.ManageGrants,
-			Summary: "Approve a pending request: creates a grant (optionally expiring) and the tool appears with list_changed", Request: ApproveRequest{}, Response: Approved{}, Handler: r.approve},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/deny", ID: "denyCapabilityRequest", Tag: "grants", Needs: identity.ManageGrants,
-			Summary: "Deny a pending request", Request: DenyRequest{}, Response: grants.Request{}, Handler: r.deny},
+			Summary: "List AI employees' capability requests, newest first", Response: RequestList{}, Handler: r.listRequests,
+			Query: Paged(QueryParam{Name: "status", Type: "string", Enum: []string{string(grants.Pending), string(grants.Approved), string(grants.Denied)},
+				Description: "Only requests in this state."})},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/approve", ID: "approveCapabilityRequest", Errors: []int{http.StatusConflict}, Tag: "grants", Needs: identity.ManageGrants,
+			Summary: "Approve a pending request: creates a grant (optionally expiring) and the tool appears with list_changed", Request: ApproveRequest{}, OptionalBody: true, Response: Approved{}, Handler: r.approve},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/grants/requests/:request/deny", ID: "denyCapabilityRequest", Errors: []int{http.StatusConflict}, Tag: "grants", Needs: identity.ManageGrants,
+			Summary: "Deny a pending request", Request: DenyRequest{}, OptionalBody: true, Response: grants.Request{}, Handler: r.deny},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/grants", ID: "listGrants", Tag: "grants", Needs: identity.ReadTenant,
-			Summary: "List grants, newest first (?agent_id=…&live=true)", Response: GrantList{}, Handler: r.listGrants},
+			Summary: "List grants, newest first", Response: GrantList{}, Handler: r.listGrants,
+			Query: Paged(QueryParam{Name: "agent", Type: "string", Description: "Only this AI employee's grants: its id or name."},
+				QueryParam{Name: "live", Type: "boolean", Default: false, Description: "Only grants in force now."})},
 		{Method: http.MethodPost, Path: "/tenants/:tenant/grants", ID: "createGrant", Tag: "grants", Needs: identity.ManageGrants,
 			Summary: "Grant a scoped tool directly (optionally expiring, or ending with a task)", Request: NewGrant{}, Response: grants.Grant{}, Status: http.StatusCreated, Handler: r.create},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/grants/:grant", ID: "revokeGrant", Tag: "grants", Needs: identity.ManageGrants,
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/grants/:grant", ID: "revokeGrant", Errors: []int{http.StatusConflict}, Tag: "grants", Needs: identity.ManageGrants,
 			Summary: "Revoke a live grant: the tool disappears with list_changed", Response: grants.Grant{}, Handler: r.revoke},
 	}
 }
@@ -143,17 +148,29 @@ func (r Grants) deny(c echo.Context) error {
 
 func (r Grants) listGrants(c echo.Context) error {
 	var agent uuid.UUID
-	if s := c.QueryParam("agent_id"); s != "" {
+	if s := c.QueryParam("agent"); s != "" {
 		var err error
-		if agent, err = uuid.Parse(s); err != nil {
-			return fault.New(fault.Invalid, "agent_id must be a UUID")
+		if agent, err = bodyAgent(c, "agent", AgentRef(s)); err != nil {
+			return err
 		}
 	}
-	gs, err := r.svc.Store().ListGrants(c.Request().Context(), tenant(c).ID, agent, c.QueryParam("live") == "true")
+	live := false
+	switch c.QueryParam("live") {
+	case "", "false":
+	case "true":
+		live = true
+	default:
+		return fault.New(fault.Invalid, "live must be true or false")
+	}
+	gs, err := r.svc.Store().ListGrants(c.Request().Context(), tenant(c).ID, agent, live)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, GrantList{Grants: nonNil(gs)})
+	page, next, err := pageBy(c, gs, func(g grants.Grant) string { return newestFirst(g.CreatedAt, g.ID) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, GrantList{Grants: nonNil(page), NextCursor: next})
 }
 
 func (r Grants) create(c echo.Context) error {
@@ -161,12 +178,16 @@ func (r Grants) create(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	if in.AgentID == uuid.Nil {
-		return fault.New(fault.Invalid, "agent_id is required")
+	if in.Agent == "" {
+		return fault.New(fault.Invalid, "agent is required (the AI employee's id or name)")
 	}
-	g, err := r.svc.Grant(c.Request().Context(), tenant(c).ID, in.AgentID, in.Tool, in.TaskID, seconds(in.TTLSeconds), decider(c))
+	agent, err := bodyAgent(c, "agent", in.Agent)
+	if err != nil {
+		return err
+	}
+	g, err := r.svc.Grant(c.Request().Context(), tenant(c).ID, agent, in.Tool, in.TaskID, seconds(in.TTLSeconds), decider(c))
 	if fault.Is(err, fault.NotFound) {
-		return fault.New(fault.Invalid, "agent_id names no agent of this tenant")
+		return fault.New(fault.Invalid, "agent names no agent of this tenant")
 	}
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func TestOperatorApprovesAndRevokesThroughTheAPI(t *testing.T) {
 	require.Equal(t, 409, code, body)
 
 	var gl api.GrantList
-	code, _ = f.do("GET", "/api/v1/tenants/acme/grants?live=true&agent_id="+f.ada.ID.String(), f.opKey, "", &gl)
+	code, _ = f.do("GET", "/api/v1/tenants/acme/grants?live=true&agent="+f.ada.ID.String(), f.opKey, "", &gl)
 	require.Equal(t, 200, code)
 	require.Len(t, gl.Grants, 1)
 
@@ -123,7 +123,7 @@ func TestOperatorDeniesAndGrantsDirectly(t *testing.T) {
 	require.Equal(t, grants.Denied, denied.Status)
 
 	var g grants.Grant
-	code, body = f.do("POST", "/api/v1/tenants/acme/grants", f.opKey, `{"agent_id":"`+f.ada.ID.String()+`","tool":"secret_*","ttl_seconds":60}`, &g)
+	code, body = f.do("POST", "/api/v1/tenants/acme/grants", f.opKey, `{"agent":"`+f.ada.ID.String()+`","tool":"secret_*","ttl_seconds":60}`, &g)
 	require.Equal(t, 201, code, body)
 	require.Equal(t, "secret_*", g.Tool)
 }
@@ -145,9 +145,9 @@ func TestGrantsAPIRefusesMistakesWithoutA500(t *testing.T) {
 		{"POST", "/api/v1/tenants/acme/grants/requests/not-a-uuid/approve", "", 404},
 		{"POST", "/api/v1/tenants/acme/grants/requests/" + f.ada.ID.String() + "/deny", "", 404},
 		{"GET", "/api/v1/tenants/acme/grants/requests?status=maybe", "", 400},
-		{"GET", "/api/v1/tenants/acme/grants?agent_id=nope", "", 400},
+		{"GET", "/api/v1/tenants/acme/grants?agent=nope", "", 400},
 		{"POST", "/api/v1/tenants/acme/grants", `{"tool":"secret_read"}`, 400},
-		{"POST", "/api/v1/tenants/acme/grants", `{"agent_id":"` + f.tenant.ID.String() + `","tool":"secret_read"}`, 400},
+		{"POST", "/api/v1/tenants/acme/grants", `{"agent":"` + f.tenant.ID.String() + `","tool":"secret_read"}`, 400},
 		{"DELETE", "/api/v1/tenants/acme/grants/" + f.ada.ID.String(), "", 404},
 	} {
 		code, body := f.do(tc.method, tc.path, f.opKey, tc.body, nil)
@@ -167,7 +167,7 @@ func TestGrantsAPITenantIsolation(t *testing.T) {
 	require.Empty(t, list.Requests)
 	code, _ = f.do("POST", "/api/v1/tenants/globex/grants/requests/"+r.ID.String()+"/approve", f.otherKey, "", nil)
 	require.Equal(t, 404, code)
-	code, _ = f.do("POST", "/api/v1/tenants/globex/grants", f.otherKey, `{"agent_id":"`+f.ada.ID.String()+`","tool":"secret_read"}`, nil)
+	code, _ = f.do("POST", "/api/v1/tenants/globex/grants", f.otherKey, `{"agent":"`+f.ada.ID.String()+`","tool":"secret_read"}`, nil)
 	require.Equal(t, 400, code, "acme's agent is no agent of globex")
 	// And acme's routes refuse globex's key.
 	code, _ = f.do("GET", "/api/v1/tenants/acme/grants/requests", f.otherKey, "", nil)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/identity"
@@ -13,10 +12,10 @@ import (
 type keys struct{ a *API }
 
 // NewKey is the body of POST /tenants/{tenant}/keys. An operator key acts
-// as no agent; an agent key needs agent_id.
+// as no agent; an agent key needs agent (its id or name).
 type NewKey struct {
 	Kind      identity.KeyKind `json:"kind"`
-	AgentID   *uuid.UUID       `json:"agent_id,omitempty"`
+	Agent     *AgentRef        `json:"agent,omitempty"`
 	Name      string           `json:"name"`
 	Scopes    []string         `json:"scopes,omitempty"`
 	ExpiresAt *time.Time       `json:"expires_at,omitempty"`
@@ -24,15 +23,16 @@ type NewKey struct {
 
 // KeyList is the body of GET /tenants/{tenant}/keys.
 type KeyList struct {
-	Keys []Key `json:"keys"`
+	Keys       []Key  `json:"keys"`
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 func (r keys) Operations() []Operation {
 	p := "/tenants/:tenant/keys"
 	return []Operation{
 		{Method: http.MethodGet, Path: p, ID: "listKeys", Tag: "keys", Needs: identity.ReadTenant,
-			Summary: "List the tenant's API keys (never their secrets)", Response: KeyList{}, Handler: r.list},
-		{Method: http.MethodPost, Path: p, ID: "createKey", Tag: "keys", Needs: identity.ManageKeys,
+			Summary: "List the tenant's API keys (never their secrets), oldest first", Query: Paged(), Response: KeyList{}, Handler: r.list},
+		{Method: http.MethodPost, Path: p, ID: "createKey", Errors: []int{http.StatusConflict}, Tag: "keys", Needs: identity.ManageKeys,
 			Summary: "Create an operator or agent key with scopes you hold (default: all you hold; agent keys: every tool scope you hold); the token is in this response only", Request: NewKey{}, Response: CreatedKey{}, Status: http.StatusCreated, Handler: r.create},
 		{Method: http.MethodGet, Path: p + "/:key", ID: "getKey", Tag: "keys", Needs: identity.ReadTenant,
 			Summary: "Get a key", Response: Key{}, Handler: r.get},
@@ -46,7 +46,11 @@ func (r keys) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, KeyList{Keys: mapSlice(ks, keyOut)})
+	page, next, err := pageBy(c, ks, func(k identity.Key) string { return oldestFirst(k.CreatedAt, k.ID) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, KeyList{Keys: mapSlice(page, keyOut), NextCursor: next})
 }
 
 func (r keys) create(c echo.Context) error {
@@ -55,8 +59,12 @@ func (r keys) create(c echo.Context) error {
 		return err
 	}
 	nk := identity.NewKey{Kind: in.Kind, Name: in.Name, Scopes: in.Scopes, ExpiresAt: in.ExpiresAt}
-	if in.AgentID != nil {
-		nk.AgentID = *in.AgentID
+	if in.Agent != nil {
+		id, err := bodyAgent(c, "agent", *in.Agent)
+		if err != nil {
+			return err
+		}
+		nk.AgentID = id
 	}
 	k, token, err := r.a.ids.IssueKey(c.Request().Context(), principal(c), tenant(c).ID, nk)
 	if err != nil {

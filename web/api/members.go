@@ -27,20 +27,21 @@ type MemberPatch struct {
 
 // MemberList is the body of GET /tenants/{tenant}/members.
 type MemberList struct {
-	Members []Member `json:"members"`
+	Members    []Member `json:"members"`
+	NextCursor string   `json:"next_cursor,omitempty"`
 }
 
 func (r members) Operations() []Operation {
 	return []Operation{
 		{Method: http.MethodGet, Path: "/tenants/:tenant/members", ID: "listMembers", Tag: "members", Needs: identity.ReadTenant,
-			Summary: "List the tenant's members", Response: MemberList{}, Handler: r.list},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/members", ID: "createMember", Tag: "members", Needs: identity.ManageMembers,
+			Summary: "List the tenant's members, by email", Query: Paged(), Response: MemberList{}, Handler: r.list},
+		{Method: http.MethodPost, Path: "/tenants/:tenant/members", ID: "createMember", Errors: []int{http.StatusConflict}, Tag: "members", Needs: identity.ManageMembers,
 			Summary: "Add a member with a password (10-256 bytes) and a role; only owners add owners", Request: NewMember{}, Response: Member{}, Status: http.StatusCreated, Handler: r.create},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/members/:member", ID: "getMember", Tag: "members", Needs: identity.ReadTenant,
 			Summary: "Get a member", Response: Member{}, Handler: r.get},
-		{Method: http.MethodPatch, Path: "/tenants/:tenant/members/:member", ID: "updateMember", Tag: "members", Needs: identity.ManageMembers,
+		{Method: http.MethodPatch, Path: "/tenants/:tenant/members/:member", ID: "updateMember", Errors: []int{http.StatusConflict}, Tag: "members", Needs: identity.ManageMembers,
 			Summary: "Change a member's role or password (ends their other sessions); only owners touch owners, nobody raises their own role", Request: MemberPatch{}, Response: Member{}, Handler: r.update},
-		{Method: http.MethodDelete, Path: "/tenants/:tenant/members/:member", ID: "deleteMember", Tag: "members", Needs: identity.ManageMembers,
+		{Method: http.MethodDelete, Path: "/tenants/:tenant/members/:member", ID: "deleteMember", Errors: []int{http.StatusConflict}, Tag: "members", Needs: identity.ManageMembers,
 			Summary: "Remove a member (never the last owner; only owners remove owners) and revoke the keys they made", Status: http.StatusNoContent, Handler: r.remove},
 	}
 }
@@ -50,7 +51,11 @@ func (r members) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, MemberList{Members: mapSlice(ms, memberOut)})
+	page, next, err := pageBy(c, ms, func(m identity.Member) string { return m.Email })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, MemberList{Members: mapSlice(page, memberOut), NextCursor: next})
 }
 
 func (r members) create(c echo.Context) error {

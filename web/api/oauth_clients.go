@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +47,8 @@ type OAuthClient struct {
 
 // OAuthClientList is the body of GET /tenants/{tenant}/oauth/clients.
 type OAuthClientList struct {
-	Clients []OAuthClient `json:"clients"`
+	Clients    []OAuthClient `json:"clients"`
+	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
 // NewOAuthClient is the body of POST /tenants/{tenant}/oauth/clients.
@@ -65,17 +65,19 @@ type NewOAuthClient struct {
 func (r OAuthClients) Operations() []Operation {
 	return []Operation{
 		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/clients", ID: "listOAuthClients", Tag: "oauth", Needs: identity.ReadTenant,
-			Summary: "List the tenant's OAuth clients", Response: OAuthClientList{}, Handler: r.list},
+			Summary: "List the tenant's OAuth clients, by client_id", Query: Paged(), Response: OAuthClientList{}, Handler: r.list},
 		{Method: http.MethodPost, Path: "/tenants/:tenant/oauth/clients", ID: "createOAuthClient", Tag: "oauth", Needs: identity.ManageClients,
 			Summary: "Pre-register an OAuth client; a confidential client's secret is shown once", Request: NewOAuthClient{},
 			Response: OAuthClient{}, Status: http.StatusCreated, Handler: r.create},
 		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/clients/:client", ID: "deleteOAuthClient", Tag: "oauth", Needs: identity.ManageClients,
 			Summary: "Delete an OAuth client, revoking its tokens and consents", Handler: r.remove, Status: http.StatusNoContent},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/oauth/consents", ID: "listOAuthConsents", Tag: "oauth", Needs: identity.ManageOwnConsents,
-			Summary:  "List a member's OAuth consents: the caller's own, or another's with ?member_id=… (needs manage_members)",
+			Summary:  "List a member's OAuth consents, by client_id: the caller's own, or another's with member_id (needs manage_members)",
+			Query:    Paged(QueryParam{Name: "member_id", Type: "string", Format: "uuid", Description: "The member whose consents these are; default: the signed-in member. Needed with an API key; another member's consents need the manage_members action."}),
 			Response: ConsentList{}, Handler: r.listConsents},
 		{Method: http.MethodDelete, Path: "/tenants/:tenant/oauth/consents/:client", ID: "revokeOAuthConsent", Tag: "oauth", Needs: identity.ManageOwnConsents,
 			Summary: "Withdraw a member's consent for a client and revoke that client's tokens for the member",
+			Query:   []QueryParam{{Name: "member_id", Type: "string", Format: "uuid", Description: "The member whose consents these are; default: the signed-in member. Needed with an API key; another member's consents need the manage_members action."}},
 			Handler: r.revokeConsent, Status: http.StatusNoContent},
 	}
 }
@@ -88,8 +90,9 @@ type Consent struct {
 
 // ConsentList is the body of GET /tenants/{tenant}/oauth/consents.
 type ConsentList struct {
-	MemberID uuid.UUID `json:"member_id"`
-	Consents []Consent `json:"consents"`
+	MemberID   uuid.UUID `json:"member_id"`
+	Consents   []Consent `json:"consents"`
+	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
 // consentMember is whose consents a request addresses: the member_id it
@@ -126,12 +129,15 @@ func (r OAuthClients) listConsents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := ConsentList{MemberID: mid, Consents: make([]Consent, 0, len(all))}
+	consents := make([]Consent, 0, len(all))
 	for id, scopes := range all {
-		out.Consents = append(out.Consents, Consent{ClientID: id, Scopes: scopes})
+		consents = append(consents, Consent{ClientID: id, Scopes: scopes})
 	}
-	slices.SortFunc(out.Consents, func(a, b Consent) int { return strings.Compare(a.ClientID, b.ClientID) })
-	return c.JSON(http.StatusOK, out)
+	page, next, err := pageBy(c, consents, func(v Consent) string { return v.ClientID })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ConsentList{MemberID: mid, Consents: page, NextCursor: next})
 }
 
 func (r OAuthClients) revokeConsent(c echo.Context) error {
@@ -160,8 +166,12 @@ func (r OAuthClients) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := OAuthClientList{Clients: make([]OAuthClient, 0, len(cs))}
-	for _, cl := range cs {
+	page, next, err := pageBy(c, cs, func(v credentials.Client) string { return v.ID })
+	if err != nil {
+		return err
+	}
+	out := OAuthClientList{Clients: make([]OAuthClient, 0, len(page)), NextCursor: next}
+	for _, cl := range page {
 		out.Clients = append(out.Clients, clientView(cl, ""))
 	}
 	return c.JSON(http.StatusOK, out)

@@ -3,8 +3,14 @@ package api
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/fault"
@@ -23,20 +29,44 @@ const (
 )
 
 // QueryParam is one query parameter an operation accepts, for the OpenAPI
-// document. Type is a JSON Schema type; Enum, when set, lists the values.
+// document. Type is a JSON Schema type; Enum, when set, lists the values;
+// Format (uuid, date-time), Min and Max (integers) and Default refine it.
 type QueryParam struct {
 	Name        string
 	Type        string
 	Description string
 	Enum        []string
+	Format      string
+	Min, Max    int
+	Default     any
+}
+
+func (q QueryParam) schema() map[string]any {
+	s := map[string]any{"type": q.Type}
+	if len(q.Enum) > 0 {
+		s["enum"] = q.Enum
+	}
+	if q.Format != "" {
+		s["format"] = q.Format
+	}
+	if q.Min != 0 || q.Max != 0 {
+		s["minimum"], s["maximum"] = q.Min, q.Max
+	}
+	if q.Default != nil {
+		s["default"] = q.Default
+	}
+	return s
 }
 
 // PageParams are the query parameters of every list endpoint; append them
-// to an Operation's Query.
+// to an Operation's Query (Paged does).
 var PageParams = []QueryParam{
-	{Name: "limit", Type: "integer", Description: "Largest number of items to return, 1-500 (default 100)."},
-	{Name: "cursor", Type: "string", Description: "Opaque cursor from a previous page's next_cursor."},
+	{Name: "limit", Type: "integer", Min: 1, Max: MaxPageLimit, Default: DefaultPageLimit, Description: "Largest number of items to return, 1-500 (default 100)."},
+	{Name: "cursor", Type: "string", Description: "Opaque cursor from a previous page's next_cursor; absent for the first page."},
 }
+
+// Paged returns filters followed by PageParams, for a list Operation's Query.
+func Paged(filters ...QueryParam) []QueryParam { return append(filters, PageParams...) }
 
 // PageRequest is a list request's paging: Limit items after the position
 // Cursor encodes (empty for the first page).
@@ -80,4 +110,44 @@ func (p PageRequest) Decode(v any) (bool, error) {
 func EncodeCursor(v any) string {
 	b, _ := json.Marshal(v) // cursor values are plain data
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// pageBy pages a whole list the store returned: it orders items by key
+// (unique per item; ascending), starts after the key the cursor holds, and
+// returns at most the request's limit of them with the cursor of the next
+// page ("" on the last). Because the cursor is a key, not an offset, an
+// item added or removed between two pages shifts nothing.
+func pageBy[T any](c echo.Context, items []T, key func(T) string) ([]T, string, error) {
+	p, err := ReadPage(c)
+	if err != nil {
+		return nil, "", err
+	}
+	var after string
+	resume, err := p.Decode(&after)
+	if err != nil {
+		return nil, "", err
+	}
+	slices.SortStableFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+	if resume {
+		i, found := slices.BinarySearchFunc(items, after, func(x T, k string) int { return strings.Compare(key(x), k) })
+		if found {
+			i++
+		}
+		items = items[i:]
+	}
+	if len(items) <= p.Limit {
+		return items, "", nil
+	}
+	items = items[:p.Limit]
+	return items, EncodeCursor(key(items[len(items)-1])), nil
+}
+
+// oldestFirst and newestFirst are page keys ordering by a time, ties
+// broken by id.
+func oldestFirst(t time.Time, id uuid.UUID) string {
+	return fmt.Sprintf("%019d/%s", t.UnixNano(), id)
+}
+
+func newestFirst(t time.Time, id uuid.UUID) string {
+	return fmt.Sprintf("%019d/%s", math.MaxInt64-t.UnixNano(), id)
 }

@@ -29,13 +29,14 @@ type NameReservation struct {
 // NameReservationList is the body of GET .../agent-name-reservations.
 type NameReservationList struct {
 	Reservations []NameReservation `json:"reservations"`
+	NextCursor   string            `json:"next_cursor,omitempty"`
 }
 
 func (r reservationsAPI) Operations() []Operation {
 	p := "/tenants/:tenant/agent-name-reservations"
 	return []Operation{
 		{Method: http.MethodGet, Path: p, ID: "listAgentNameReservations", Tag: "agents", Needs: identity.ReadTenant,
-			Summary: "List agent names reserved by agent_remove", Response: NameReservationList{}, Handler: r.list},
+			Summary: "List agent names reserved by agent_remove, by name", Query: Paged(), Response: NameReservationList{}, Handler: r.list},
 		{Method: http.MethodDelete, Path: p + "/:name", ID: "releaseAgentNameReservation", Tag: "agents", Needs: identity.ManageAgents,
 			Summary: "Release a reserved agent name so create_agent accepts it again", Status: http.StatusNoContent, Handler: r.release},
 	}
@@ -46,9 +47,13 @@ func (r reservationsAPI) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, NameReservationList{Reservations: mapSlice(rs, func(v agentsvc.Reservation) NameReservation {
+	page, next, err := pageBy(c, rs, func(v agentsvc.Reservation) string { return v.Name })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, NameReservationList{Reservations: mapSlice(page, func(v agentsvc.Reservation) NameReservation {
 		return NameReservation{Name: v.Name, AgentID: v.AgentID, ReservedBy: v.ReservedBy, ReservedAt: v.ReservedAt}
-	})})
+	}), NextCursor: next})
 }
 
 func (r reservationsAPI) release(c echo.Context) error {

@@ -47,7 +47,7 @@ type RoundToken struct {
 // Operations lists the round token routes.
 func (r RoundTokens) Operations() []Operation {
 	return []Operation{
-		{Method: http.MethodPost, Path: "/tenants/:tenant/agents/:agent/round-tokens", ID: "mintRoundToken", Tag: "keys", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/agents/:agent/round-tokens", ID: "mintRoundToken", Errors: []int{http.StatusConflict}, Tag: "keys", Needs: identity.ManageAgents,
 			Summary: "Mint a token for one round of an AI employee on a task (shown once)", Request: NewRoundToken{},
 			Response: RoundToken{}, Status: http.StatusCreated, Handler: r.mint},
 		{Method: http.MethodDelete, Path: "/tenants/:tenant/round-tokens/:round", ID: "revokeRoundToken", Tag: "keys", Needs: identity.ManageAgents,

@@ -38,7 +38,8 @@ type EndpointSecret struct {
 
 // EndpointList is the tenant's push endpoints.
 type EndpointList struct {
-	Endpoints []rounds.Endpoint `json:"endpoints"`
+	Endpoints  []rounds.Endpoint `json:"endpoints"`
+	NextCursor string            `json:"next_cursor,omitempty"`
 }
 
 // WakeupList is a page of wake-ups, newest first.
@@ -59,17 +60,17 @@ func (r Runtime) Operations() []Operation {
 			Summary: "Set an AI employee's own push endpoint; answers its signing secret, shown once (replacing rotates it)",
 			Request: NewEndpoint{}, Response: EndpointSecret{}, Handler: r.setAgent},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/runtime/endpoints", ID: "listRuntimeEndpoints", Tag: "runtime", Needs: identity.ReadTenant,
-			Summary: "List push endpoints (never their secrets)", Response: EndpointList{}, Handler: r.list},
+			Summary: "List push endpoints (never their secrets), oldest first", Query: Paged(), Response: EndpointList{}, Handler: r.list},
 		{Method: http.MethodDelete, Path: "/tenants/:tenant/runtime/endpoints/:endpoint", ID: "deleteRuntimeEndpoint", Tag: "runtime", Needs: identity.ManageAgents,
 			Summary: "Delete a push endpoint; its wake-ups then wait for a long-poll or the tenant's default", Status: http.StatusNoContent, Handler: r.delete},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/runtime/wakeups", ID: "listWakeups", Tag: "runtime", Needs: identity.ReadTenant,
 			Summary: "List wake-ups newest first; state=dead lists the dead letters",
 			Query: append([]QueryParam{{Name: "state", Type: "string", Description: "Only wake-ups in this delivery state.", Enum: states},
-				{Name: "agent_id", Type: "string", Description: "Only this AI employee's wake-ups."}}, PageParams...),
+				{Name: "agent", Type: "string", Description: "Only this AI employee's wake-ups: its id or name."}}, PageParams...),
 			Response: WakeupList{}, Handler: r.wakeups},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/runtime/wakeups/:wakeup", ID: "getWakeup", Tag: "runtime", Needs: identity.ReadTenant,
 			Summary: "Read a wake-up and its delivery state", Response: rounds.Wakeup{}, Handler: r.wakeup},
-		{Method: http.MethodPost, Path: "/tenants/:tenant/runtime/wakeups/:wakeup/retry", ID: "retryWakeup", Tag: "runtime", Needs: identity.ManageAgents,
+		{Method: http.MethodPost, Path: "/tenants/:tenant/runtime/wakeups/:wakeup/retry", ID: "retryWakeup", Errors: []int{http.StatusConflict}, Tag: "runtime", Needs: identity.ManageAgents,
 			Summary: "Send a dead letter again (409 when it is not dead)", Response: rounds.Wakeup{}, Handler: r.retry},
 	}
 }
@@ -77,7 +78,7 @@ func (r Runtime) Operations() []Operation {
 func (r Runtime) setTenant(c echo.Context) error { return r.set(c, uuid.Nil) }
 
 func (r Runtime) setAgent(c echo.Context) error {
-	id, err := pathID(c, "agent")
+	id, err := resolveAgent(c, AgentRef(c.Param("agent")))
 	if err != nil {
 		return err
 	}
@@ -104,7 +105,11 @@ func (r Runtime) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, EndpointList{Endpoints: nonNil(es)})
+	page, next, err := pageBy(c, es, func(e rounds.Endpoint) string { return oldestFirst(e.CreatedAt, e.ID) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, EndpointList{Endpoints: nonNil(page), NextCursor: next})
 }
 
 func (r Runtime) delete(c echo.Context) error {
@@ -127,8 +132,10 @@ func (r Runtime) wakeups(c echo.Context) error {
 	if f.State != "" && !f.State.Valid() {
 		return fault.New(fault.Invalid, "state must be one of queued, ready, handed_out, delivered, dead, cancelled")
 	}
-	if f.Agent, err = queryID(c, "agent_id"); err != nil {
-		return err
+	if v := c.QueryParam("agent"); v != "" {
+		if f.Agent, err = bodyAgent(c, "agent", AgentRef(v)); err != nil {
+			return err
+		}
 	}
 	var p rounds.Position
 	if ok, err := page.Decode(&p); err != nil {

@@ -80,7 +80,7 @@ func TestOperatorListsAndRetriesDeadLetters(t *testing.T) {
 	var ids []uuid.UUID
 	for i := range 3 {
 		var tk board.Task
-		code, body := f.do("POST", base+"/tasks", f.opKey, fmt.Sprintf(`{"title":"t%d","assignee_id":%q}`, i, f.ada.ID), &tk)
+		code, body := f.do("POST", base+"/tasks", f.opKey, fmt.Sprintf(`{"title":"t%d","assignee":%q}`, i, f.ada.ID), &tk)
 		require.Equal(t, 201, code, body)
 		var id uuid.UUID
 		require.NoError(t, f.db.Pool.QueryRow(context.Background(), `SELECT id FROM wakeups WHERE tenant_id = $1 AND task_id = $2`, f.tenant.ID, tk.ID).Scan(&id))
@@ -103,7 +103,7 @@ func TestOperatorListsAndRetriesDeadLetters(t *testing.T) {
 	require.Equal(t, ids[0], rest.Wakeups[0].ID)
 	require.Empty(t, rest.NextCursor, "the last page")
 	var all api.WakeupList
-	f.do("GET", base+"/runtime/wakeups?agent_id="+f.ada.ID.String(), f.opKey, "", &all)
+	f.do("GET", base+"/runtime/wakeups?agent="+f.ada.ID.String(), f.opKey, "", &all)
 	require.Len(t, all.Wakeups, 3)
 
 	var w rounds.Wakeup
@@ -122,7 +122,7 @@ func TestOperatorListsAndRetriesDeadLetters(t *testing.T) {
 		status int
 	}{
 		{base + "/runtime/wakeups?state=lost", 400},
-		{base + "/runtime/wakeups?agent_id=ada", 400},
+		{base + "/runtime/wakeups?agent=nobody", 400},
 		{base + "/runtime/wakeups?cursor=bm9wZQ", 400},
 		{base + "/runtime/wakeups/" + uuid.NewString(), 404},
 	} {

@@ -24,15 +24,16 @@ type TenantPatch struct {
 
 // TenantList is the body of GET /tenants.
 type TenantList struct {
-	Tenants []Tenant `json:"tenants"`
+	Tenants    []Tenant `json:"tenants"`
+	NextCursor string   `json:"next_cursor,omitempty"`
 }
 
 func (r tenants) Operations() []Operation {
 	return []Operation{
-		{Method: http.MethodPost, Path: "/tenants", ID: "createTenant", Tag: "tenants", Needs: identity.ManageTenants,
+		{Method: http.MethodPost, Path: "/tenants", ID: "createTenant", Errors: []int{http.StatusConflict}, Tag: "tenants", Needs: identity.ManageTenants,
 			Summary: "Create a tenant (platform admin token)", Request: NewTenant{}, Response: Tenant{}, Status: http.StatusCreated, Handler: r.create},
 		{Method: http.MethodGet, Path: "/tenants", ID: "listTenants", Tag: "tenants", Needs: identity.ManageTenants,
-			Summary: "List every tenant (platform admin token)", Response: TenantList{}, Handler: r.list},
+			Summary: "List every tenant (platform admin token), by slug", Query: Paged(), Response: TenantList{}, Handler: r.list},
 		{Method: http.MethodGet, Path: "/tenants/:tenant", ID: "getTenant", Tag: "tenants", Needs: identity.ReadTenant,
 			Summary: "Get the tenant and its settings", Response: Tenant{}, Handler: r.get},
 		{Method: http.MethodPatch, Path: "/tenants/:tenant", ID: "updateTenant", Tag: "tenants", Needs: identity.ManageSettings,
@@ -57,7 +58,11 @@ func (r tenants) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, TenantList{Tenants: mapSlice(ts, tenantOut)})
+	page, next, err := pageBy(c, ts, func(t identity.Tenant) string { return t.Slug })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, TenantList{Tenants: mapSlice(page, tenantOut), NextCursor: next})
 }
 
 func (r tenants) get(c echo.Context) error {

@@ -243,7 +243,7 @@ func TestRoundReachesRuntimeAndEndsWithItsTask(t *testing.T) {
 	require.Contains(t, p.Fenced, packet)
 
 	// A task-scoped grant for bob on the handed-off task, and his stream.
-	w.api(t, r, http.MethodPost, "/tenants/acme/grants", map[string]any{"agent_id": w.bob.ID, "tool": "send_to_agent", "task_id": fix.ID}, nil)
+	w.api(t, r, http.MethodPost, "/tenants/acme/grants", map[string]any{"agent": w.bob.ID, "tool": "send_to_agent", "task_id": fix.ID}, nil)
 	require.Contains(t, toolNames(t, r, w.bobKey), "send_to_agent")
 	l := listenModern(t, r, w.bobKey)
 
