@@ -1,0 +1,150 @@
+package postgres_test
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/rounds"
+	"github.com/visorhq/visor/storage/postgres"
+)
+
+// acmeRound is tenant A's delivery state, fresh for each case: an
+// endpoint of A's employee and a wake-up of it, ready for a long-poll.
+type acmeRound struct {
+	endpoint rounds.Endpoint
+	wakeup   rounds.Wakeup
+}
+
+func seedAcmeRound(t *testing.T, f boardFixture, rs *postgres.RoundsStore) acmeRound {
+	t.Helper()
+	ctx := context.Background()
+	a := seedAcme(t, f)
+	ep := rounds.Endpoint{ID: uuid.New(), TenantID: f.a.ID, AgentID: f.agentA.ID, URL: "https://acme.example.com/" + a.task.ID.String()}
+	require.NoError(t, rs.PutEndpoint(ctx, &ep, []byte("acme's key")))
+	var id uuid.UUID
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT id FROM wakeups WHERE tenant_id = $1 AND task_id = $2`, f.a.ID, a.task.ID).Scan(&id))
+	ok, err := rs.Settle(ctx, f.a.ID, id, rounds.Ready)
+	require.NoError(t, err)
+	require.True(t, ok)
+	w, err := rs.Wakeup(ctx, f.a.ID, id)
+	require.NoError(t, err)
+	return acmeRound{endpoint: ep, wakeup: w}
+}
+
+// roundIntact checks tenant A's endpoint and wake-up are as seeded.
+func roundIntact(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound, method string) {
+	t.Helper()
+	ctx := context.Background()
+	eps, err := rs.Endpoints(ctx, f.a.ID)
+	require.NoError(t, err)
+	i := slices.IndexFunc(eps, func(e rounds.Endpoint) bool { return e.ID == a.endpoint.ID })
+	require.GreaterOrEqual(t, i, 0, "%s deleted tenant A's endpoint", method)
+	require.Equal(t, a.endpoint.URL, eps[i].URL, "%s changed tenant A's endpoint", method)
+	tg, err := rs.Target(ctx, f.a.ID, a.wakeup.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte("acme's key"), tg.Secret, "%s changed tenant A's signing key", method)
+	w, err := rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
+	require.NoError(t, err)
+	require.Equal(t, rounds.Ready, w.State, "%s moved tenant A's wake-up", method)
+	require.Zero(t, w.Attempts, "%s counted an attempt on tenant A's wake-up", method)
+	require.Empty(t, w.LastError, "%s", method)
+}
+
+// roundsIsolation has one case per method of rounds.Store, called as
+// tenant B with tenant A's ids.
+var roundsIsolation = map[string]func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound){
+	"PutEndpoint": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		ctx := context.Background()
+		e := rounds.Endpoint{ID: uuid.New(), TenantID: f.b.ID, AgentID: f.agentA.ID, URL: "https://globex.example.com/"}
+		notFound(t, rs.PutEndpoint(ctx, &e, []byte("k")), "PutEndpoint for another tenant's employee")
+		own := rounds.Endpoint{ID: uuid.New(), TenantID: f.b.ID, AgentID: f.agentB.ID, URL: "https://globex.example.com/bob"}
+		require.NoError(t, rs.PutEndpoint(ctx, &own, []byte("globex's key")), "B's own employee")
+		def := rounds.Endpoint{ID: uuid.New(), TenantID: f.b.ID, URL: "https://globex.example.com/default"}
+		require.NoError(t, rs.PutEndpoint(ctx, &def, []byte("globex's key")), "B's default replaces no default of A")
+	},
+	"Endpoints": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		eps, err := rs.Endpoints(context.Background(), f.b.ID)
+		require.NoError(t, err)
+		for _, e := range eps {
+			require.NotEqual(t, a.endpoint.ID, e.ID, "Endpoints listed tenant A's endpoint")
+		}
+	},
+	"DeleteEndpoint": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		notFound(t, rs.DeleteEndpoint(context.Background(), f.b.ID, a.endpoint.ID), "DeleteEndpoint")
+	},
+	"Wakeup": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		_, err := rs.Wakeup(context.Background(), f.b.ID, a.wakeup.ID)
+		notFound(t, err, "Wakeup")
+	},
+	"Wakeups": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		for _, filter := range []rounds.Filter{{Limit: 100}, {Agent: f.agentA.ID, Limit: 100}, {State: rounds.Ready, Limit: 100}} {
+			ws, err := rs.Wakeups(context.Background(), f.b.ID, filter)
+			require.NoError(t, err)
+			for _, w := range ws {
+				require.Equal(t, f.b.ID, w.TenantID, "Wakeups %+v listed tenant A's wake-up", filter)
+			}
+		}
+	},
+	"Target": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		_, err := rs.Target(context.Background(), f.b.ID, a.wakeup.ID)
+		notFound(t, err, "Target")
+	},
+	"Settle": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		ok, err := rs.Settle(context.Background(), f.b.ID, a.wakeup.ID, rounds.Cancelled)
+		require.NoError(t, err)
+		require.False(t, ok, "Settle")
+	},
+	"Failed": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		_ = rs.Failed(context.Background(), f.b.ID, a.wakeup.ID, "boom", true)
+	},
+	"Requeue": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		_, err := rs.Requeue(context.Background(), f.b.ID, a.wakeup.ID)
+		notFound(t, err, "Requeue")
+	},
+	"Claim": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		ws, err := rs.Claim(context.Background(), f.b.ID, f.agentA.ID, 10, func(w rounds.Wakeup) credentials.RoundToken {
+			t.Error("Claim minted a round token for another tenant's wake-up")
+			return credentials.RoundToken{TenantID: f.b.ID, ID: uuid.New(), AgentID: w.AgentID, TaskID: w.TaskID,
+				SecretHash: make([]byte, 32), ExpiresAt: time.Now().Add(time.Hour)}
+		})
+		require.NoError(t, err)
+		require.Empty(t, ws, "Claim")
+	},
+	"EndRounds": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
+		n, err := rs.EndRounds(context.Background(), f.b.ID, a.wakeup.TaskID, uuid.Nil)
+		require.NoError(t, err)
+		require.Zero(t, n, "EndRounds revoked tenant A's round tokens")
+	},
+}
+
+// TestEveryRoundsStoreMethodIsTenantIsolated walks rounds.Store's method
+// set by reflection: a method added without a case here fails the test.
+func TestEveryRoundsStoreMethodIsTenantIsolated(t *testing.T) {
+	t.Parallel()
+	f := boardSetup(t)
+	rs := postgres.NewRoundsStore(f.db, nil)
+	st := reflect.TypeFor[rounds.Store]()
+	var methods []string
+	for i := range st.NumMethod() {
+		methods = append(methods, st.Method(i).Name)
+	}
+	for name := range roundsIsolation {
+		require.True(t, slices.Contains(methods, name), "case %s names no method of rounds.Store; remove it", name)
+	}
+	for _, m := range methods {
+		t.Run(m, func(t *testing.T) {
+			check, ok := roundsIsolation[m]
+			require.True(t, ok, "rounds.Store.%s has no two-tenant case in roundsIsolation: add one", m)
+			a := seedAcmeRound(t, f, rs)
+			check(t, f, rs, a)
+			roundIntact(t, f, rs, a, m)
+		})
+	}
+}
