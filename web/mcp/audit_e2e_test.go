@@ -103,3 +103,50 @@ func TestCallWhoseOutcomeCannotBeRecordedKeepsItsPendingRow(t *testing.T) {
 	require.NotContains(t, s.call(t, "op", "agent_status", `{}`).result(t), "isError")
 	require.Equal(t, audit.OutcomeOK, s.lastAudit(t).Outcome)
 }
+
+// TestFloodOfNULNamesFailsNoOtherTenant is the flood that used to fail
+// everyone's batch: tenant acme sends tools/call after tools/call with a
+// NUL in the tool name while globex calls create_agent. Each of acme's is
+// -32602 and audited with a storable name; each of globex's succeeds and
+// is audited.
+func TestFloodOfNULNamesFailsNoOtherTenant(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	globex, err := s.ids.CreateTenant(ctx, "globex", "Globex")
+	require.NoError(t, err)
+	_, tok, err := s.ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops", Scopes: []string{identity.ScopeToolsAdmin}})
+	require.NoError(t, err)
+	other := &stack{fixture: &fixture{url: strings.Replace(s.url, "/t/acme/", "/t/globex/", 1)}, keys: map[string]string{"op": tok}}
+
+	const floodCalls, globexCalls = 80, 30
+	var wg sync.WaitGroup
+	codes := make(chan any, floodCalls)
+	for range floodCalls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_agent\u0000","arguments":{"name":"x"},` + modernMeta + `}}`
+			codes <- s.rpc(t, s.keys["op"], modernHeaders("tools/call", ""), body).rpcErr(t)["code"]
+		}()
+	}
+	for i := range globexCalls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := other.call(t, "op", "create_agent", fmt.Sprintf(`{"name":"g%d"}`, i)).result(t)
+			require.Contains(t, text(t, res), "Created AI employee")
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		require.EqualValues(t, -32602, c)
+	}
+	rows, err := s.log.List(ctx, globex.ID, audit.Filter{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, rows, globexCalls)
+	rows, err = s.log.List(ctx, s.tenant.ID, audit.Filter{Limit: 1000, Event: "invalid_text"})
+	require.NoError(t, err)
+	require.Len(t, rows, floodCalls)
+	require.Equal(t, "create_agent\uFFFD", rows[0].Tool)
+}
