@@ -33,9 +33,12 @@ func (op Operation) Changes() bool {
 // operation id), to which object, by whom, the request body with every
 // secret masked, and how it ended (ok, rejected for a client mistake,
 // refused by authorization, failed). The row is durable before the answer
-// is sent: the handler's response is held until Record returns. A row that
-// cannot be written is logged at error level and the answer goes out
-// unchanged, since the change it describes is already committed.
+// is sent: the handler's response is held until Record returns. When the
+// row of a change that succeeded cannot be written, the failure is logged
+// at error level and the caller gets 503 saying the change was applied but
+// its result is withheld (as for a tool call); the row of a refused or
+// rejected request that cannot be written is logged, and the refusal
+// answered.
 // Unauthenticated requests are not recorded: nobody outside a tenant can
 // write into its trail.
 func (a *API) record(op Operation) echo.MiddlewareFunc {
@@ -69,7 +72,14 @@ func (a *API) record(op Operation) echo.MiddlewareFunc {
 			if e.TenantID != uuid.Nil {
 				ctx := context.WithoutCancel(c.Request().Context())
 				if rerr := a.audit.Record(ctx, e); rerr != nil {
-					a.log.ErrorContext(ctx, "operator action not recorded in the audit trail", "action", e.Action, "object", e.Object, "err", rerr)
+					a.log.ErrorContext(ctx, "operator action not recorded in the audit trail", "action", e.Action, "object", e.Object, "outcome", e.Outcome, "err", rerr)
+					if err == nil && status < 400 {
+						// Like a tool call, a change whose row cannot be written
+						// is not reported as a success: its answer is withheld.
+						res.Committed, res.Status, res.Size = false, 0, 0
+						return fault.Newf(fault.Unavailable, rerr,
+							"the change was applied, but the audit trail could not record it, so its result is withheld; check %s before retrying", e.Object)
+					}
 				}
 			}
 			if held.status != 0 || held.body.Len() > 0 {
@@ -176,13 +186,18 @@ var (
 )
 
 // objectOf names what an operation acted on, "kind:id": the new object of
-// a create (its collection and the id it was given), and otherwise the
+// a create (a POST to a collection, named by the collection in the
+// singular, and the id it was given), and otherwise the
 // last path parameter (e.g. "member:<id>" for PATCH …/members/{member}
 // and POST …/agents/{agent}/trash; "tenant:<slug>" for the tenant).
 func objectOf(c echo.Context, op Operation, created string) string {
 	segs := strings.Split(strings.Trim(op.Path, "/"), "/")
 	last := segs[len(segs)-1]
-	if kind, ok := collectionKinds[last]; ok && op.Method == http.MethodPost {
+	kind, ok := collectionKinds[last]
+	if !ok && !strings.HasPrefix(last, ":") && strings.HasSuffix(last, "s") {
+		kind, ok = strings.TrimSuffix(last, "s"), true // a collection: tasks, routines, …
+	}
+	if ok && op.Method == http.MethodPost {
 		if created == "" {
 			return kind
 		}
@@ -190,7 +205,7 @@ func objectOf(c echo.Context, op Operation, created string) string {
 	}
 	for i := len(segs) - 1; i >= 0; i-- {
 		if name, ok := strings.CutPrefix(segs[i], ":"); ok {
-			kind := name
+			kind = name
 			if k, ok := paramKinds[name]; ok {
 				kind = k
 			}

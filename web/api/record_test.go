@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -59,4 +61,55 @@ func TestOperatorRowsStayInTheCallersTenant(t *testing.T) {
 	as.TenantID = uuid.New() // a credential of another tenant
 	require.Equal(t, 403, patch())
 	require.Len(t, trail.Entries(), 1, "another tenant's credential wrote into acme's trail")
+}
+
+// failingTrail is an audit trail that cannot write.
+type failingTrail struct{}
+
+func (failingTrail) Record(context.Context, audit.Entry) error { return errors.New("postgres is down") }
+
+// widgets is a resource whose create succeeds without storage.
+type widgets struct{}
+
+func (widgets) Operations() []api.Operation {
+	return []api.Operation{{Method: http.MethodPost, Path: "/tenants/:tenant/widgets", ID: "createWidget", Tag: "test",
+		Needs: identity.ManageAgents, Status: http.StatusCreated, Summary: "make a widget",
+		Handler: func(c echo.Context) error { return c.JSON(http.StatusCreated, map[string]string{"id": "w1"}) }}}
+}
+
+// TestAChangeWithoutItsRowIsNotASuccess: when the audit trail cannot take
+// the row of a change that succeeded, the caller is not told it succeeded:
+// 503, saying the change was applied and its result withheld. With the
+// trail working, the same request answers 201 with the handler's body.
+func TestAChangeWithoutItsRowIsNotASuccess(t *testing.T) {
+	acme := identity.Tenant{ID: uuid.New(), Slug: "acme"}
+	p := identity.Principal{Kind: identity.KindOperator, TenantID: acme.ID, CredentialID: "key:1", Scopes: identity.AllScopes}
+	authn := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx := auth.WithTenant(c.Request().Context(), acme)
+			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(ctx, p)))
+			return next(c)
+		}
+	}
+	post := func(trail audit.Recorder) *httptest.ResponseRecorder {
+		e := echo.New()
+		e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.DiscardHandler))
+		a := api.New(api.Deps{Authenticate: authn, Audit: trail, Logger: slog.New(slog.DiscardHandler)})
+		a.Add(widgets{})
+		a.Register(e)
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/tenants/acme/widgets", nil))
+		return rec
+	}
+	ok := &audit.Memory{}
+	rec := post(ok)
+	require.Equal(t, 201, rec.Code)
+	require.JSONEq(t, `{"id":"w1"}`, rec.Body.String())
+	require.Len(t, ok.Entries(), 1)
+	require.Equal(t, "widget:w1", ok.Entries()[0].Object)
+
+	rec = post(failingTrail{})
+	require.Equal(t, 503, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), "the change was applied, but the audit trail could not record it")
+	require.NotContains(t, rec.Body.String(), "w1\"}")
 }
