@@ -232,7 +232,18 @@ var ErrPermanent = errors.New("permanent delivery failure")
 // push is counted and returned, for the queue to retry; on the final
 // attempt (or a permanent failure, wrapping ErrPermanent) the wake-up
 // becomes a dead letter.
-func (s *Service) Deliver(ctx context.Context, tenantID, id uuid.UUID, final bool) error {
+func (s *Service) Deliver(ctx context.Context, tenantID, id uuid.UUID, final bool) (err error) {
+	if final {
+		// Whatever fails on the last attempt (the database too), the
+		// wake-up ends a dead letter, never queued with no job left.
+		// Failed touches only a still-queued wake-up, so this is a no-op
+		// when the push failure already made it one.
+		defer func() {
+			if err != nil {
+				_ = s.cfg.Store.Failed(context.WithoutCancel(ctx), tenantID, id, err.Error(), true)
+			}
+		}()
+	}
 	tg, err := s.cfg.Store.Target(ctx, tenantID, id)
 	if fault.Is(err, fault.NotFound) {
 		return nil // deleted with its task, employee or tenant
