@@ -110,8 +110,9 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	require.Equal(t, "Created AI employee carl.", text(t, res))
 	require.Equal(t, tools.EventCall, s.lastAudit(t).Event)
 	// ...and is listed but refused when can_create_agents is false.
-	e := s.call(t, "eph", "create_agent", `{"name":"dan"}`).rpcErr(t)
+	e := s.call(t, "eph", "create_agent", `{"name":"dan"}`).refusal(t)
 	require.EqualValues(t, -32003, e["code"])
+	require.Equal(t, "permission_denied", e["event"])
 	row := s.lastAudit(t)
 	require.Equal(t, "permission_denied", row.Event)
 	require.Equal(t, audit.OutcomeRefused, row.Outcome)
@@ -143,7 +144,7 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 
 	// agent_update: an AI employee may not change its own authority fields.
-	e = s.call(t, "ann", "agent_update", `{"name":"ann","role":"boss","budget_cents":100}`).rpcErr(t)
+	e = s.call(t, "ann", "agent_update", `{"name":"ann","role":"boss","budget_cents":100}`).refusal(t)
 	require.EqualValues(t, -32003, e["code"])
 	require.Contains(t, e["message"], "cannot change its own budget_cents, role")
 	require.Equal(t, "agent_authority_refused", s.lastAudit(t).Event)
@@ -155,7 +156,7 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	require.EqualValues(t, 500, a.BudgetCents)
 	require.Equal(t, []string{"crm"}, a.Settings.Capabilities.DBSources)
 	// An unrelated employee is refused by the delegation policy.
-	e = s.call(t, "zed", "agent_update", `{"name":"ann","department":"sales"}`).rpcErr(t)
+	e = s.call(t, "zed", "agent_update", `{"name":"ann","department":"sales"}`).refusal(t)
 	require.Contains(t, e["message"], "delegation relationship")
 	require.Equal(t, "relationship_refused", s.lastAudit(t).Event)
 
@@ -183,7 +184,7 @@ func TestEmployeeCannotLeaveTheDelegationRules(t *testing.T) {
 	ctx := context.Background()
 	refused := func(who, tool, args, event, message string) {
 		t.Helper()
-		e := s.call(t, who, tool, args).rpcErr(t)
+		e := s.call(t, who, tool, args).refusal(t)
 		require.EqualValues(t, -32003, e["code"], "%s %s", tool, args)
 		require.Contains(t, e["message"], message)
 		row := s.lastAudit(t)

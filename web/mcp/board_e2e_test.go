@@ -68,7 +68,7 @@ func newBoardStack(t testing.TB) *boardStack {
 }
 
 // TestBoardRefusalsAreListedRefusedAndAudited: through the real endpoint,
-// a record relationship refusal is JSON-RPC -32003 with a
+// a record relationship refusal is a refused result carrying -32003, with a
 // relationship_refused audit row, and the tool stays in the caller's list.
 func TestBoardRefusalsAreListedRefusedAndAudited(t *testing.T) {
 	s := newBoardStack(t)
@@ -78,7 +78,7 @@ func TestBoardRefusalsAreListedRefusedAndAudited(t *testing.T) {
 
 	refusedCall := func(who, tool, args, says string) {
 		t.Helper()
-		e := s.call(t, who, tool, args).rpcErr(t)
+		e := s.call(t, who, tool, args).refusal(t)
 		require.EqualValues(t, -32003, e["code"], "%s %s", who, tool)
 		require.Contains(t, e["message"], says)
 		row := s.lastAudit(t)

@@ -19,8 +19,12 @@ import (
 )
 
 // call answers tools/call. The policy decides first, with the call's
-// arguments; a refusal is a JSON-RPC error carrying the gate's own message.
-// Validation and business-rule failures are isError results the model can
+// arguments. Refusing a tool the caller's list hides is a JSON-RPC error
+// (-32003, or -32602 for a name no tool has) carrying the gate's own
+// message; refusing a tool the list shows (a [permissions] flag, a record
+// relationship check) is an isError result with the gate's message as
+// text and its code (-32003) and audit event in structuredContent.refusal,
+// which every client SDK hands its caller as a result. Validation and business-rule failures are isError results the model can
 // read; internal failures are JSON-RPC errors. Whatever happens, one audit
 // row is durable before the answer leaves, and a tool that is not read-only
 // runs only once its row is durable as pending (begin): its side effect
@@ -86,7 +90,8 @@ func (h *Handler) decide(ctx context.Context, p identity.Principal, params *sdk.
 	args, argErr := tools.DecodeArgs(params.Arguments)
 	e.ArgsDigest = h.reg.Digest(tool, args)
 	if d := h.reg.Decide(sub, tool, args); !d.Allowed {
-		return nil, nil, refuse(d.Code, d.Event, d.Reason)
+		res, rerr := refused(e, d)
+		return nil, res, rerr
 	}
 	e.Event = tools.EventCall
 	if argErr == nil {
@@ -119,9 +124,7 @@ func (h *Handler) run(ctx context.Context, c *allowedCall, e *audit.Entry) (*sdk
 	var refusal *tools.RefusalError
 	switch {
 	case errors.As(err, &refusal):
-		d := refusal.Decision
-		e.Outcome, e.Code, e.Event, e.Message = audit.OutcomeRefused, d.Code, d.Event, d.Reason
-		return nil, &jsonrpc.Error{Code: d.Code, Message: d.Reason}
+		return refused(e, refusal.Decision)
 	case err != nil && fault.CodeOf(err) == fault.Internal:
 		h.log.ErrorContext(ctx, "tool failed", "tool", c.call.Name, "err", err)
 		e.Outcome, e.Code, e.Message = audit.OutcomeFailed, jsonrpc.CodeInternalError, "internal error"
@@ -135,6 +138,28 @@ func (h *Handler) run(ctx context.Context, c *allowedCall, e *audit.Entry) (*sdk
 		res.StructuredContent = out.Structured
 	}
 	return res, nil
+}
+
+// refused answers a refusal and fills in e. A tool the caller's list hides
+// is refused with a JSON-RPC error. A listed tool's refusal is a result:
+// the message for the model as text, and for programs the code and audit
+// event in structuredContent.refusal (one client SDK reads -32003 as its
+// own "connection closed" and never shows the error).
+func refused(e *audit.Entry, d tools.Decision) (*sdk.CallToolResult, *jsonrpc.Error) {
+	e.Outcome, e.Code, e.Event, e.Message = audit.OutcomeRefused, d.Code, d.Event, d.Reason
+	if d.Hidden {
+		return nil, &jsonrpc.Error{Code: d.Code, Message: d.Reason}
+	}
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: d.Reason}},
+		StructuredContent: map[string]any{"refusal": Refusal{Code: d.Code, Event: d.Event, Message: d.Reason}}}, nil
+}
+
+// Refusal is structuredContent.refusal of a listed tool's refused call:
+// what a JSON-RPC error would have said, and the audit event it recorded.
+type Refusal struct {
+	Code    int64  `json:"code"`
+	Event   string `json:"event"`
+	Message string `json:"message"`
 }
 
 // toolError is a failure the model should read: an isError result.

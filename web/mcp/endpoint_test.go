@@ -201,6 +201,20 @@ func (r reply) rpcErr(t *testing.T) map[string]any {
 	return e
 }
 
+// refusal returns structuredContent.refusal of an isError result: how a
+// listed tool's refusal is answered (code, event, message), after checking
+// that the text content carries the same message.
+func (r reply) refusal(t *testing.T) map[string]any {
+	t.Helper()
+	res := r.result(t)
+	require.Equal(t, true, res["isError"], "want a refused result, got %v", res)
+	sc, _ := res["structuredContent"].(map[string]any)
+	ref, ok := sc["refusal"].(map[string]any)
+	require.True(t, ok, "want structuredContent.refusal, got %v", res)
+	require.Equal(t, ref["message"], res["content"].([]any)[0].(map[string]any)["text"])
+	return ref
+}
+
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"%s","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 // session opens a legacy session and returns its id.

@@ -96,7 +96,7 @@ func TestToolMetricsAndLogLine(t *testing.T) {
 	require.Equal(t, "echo: hi", modern("emp", "agent_status", `{"text":"hi"}`).result(t)["content"].([]any)[0].(map[string]any)["text"])
 	modern("emp", "agent_status", `{}`)
 	modern("emp", "no_such_tool_x1", `{}`).rpcErr(t)
-	modern("emp", "refuse_me", `{}`).rpcErr(t)
+	modern("emp", "refuse_me", `{}`).refusal(t)
 	require.Equal(t, true, modern("emp", "plain_write", `{}`).result(t)["isError"])
 	require.Equal(t, http.StatusForbidden, modern("ext-read", "plain_write", `{"text":"x"}`).status, "step-up")
 	// A legacy session's calls are counted the same way.
