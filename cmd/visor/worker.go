@@ -13,11 +13,13 @@ func workerCommand() command {
 		name: "worker", summary: "run background jobs (River) until SIGTERM/SIGINT",
 		detail: `Works the job queue in Postgres: it delivers wake-ups to AI employees'
 runtimes (signed webhooks, retried, then kept as dead letters), starts due
-routines and reminders, and removes expired API keys and expired OAuth codes,
-tokens and sessions. On SIGTERM or SIGINT it stops fetching and lets running
-jobs finish for up to VISOR_SHUTDOWN_TIMEOUT, then cancels them. Needs Postgres and Redis and a current schema. Run as many
-replicas as you like; periodic jobs run on one elected leader. With
-VISOR_WORKER_HTTP_ADDR set it also serves /healthz, /readyz and /metrics.`,
+routines and reminders, and removes expired API keys, expired OAuth codes,
+tokens and sessions, and settled wake-ups older than thirty days. On SIGTERM
+or SIGINT it stops fetching and lets running jobs finish for up to
+VISOR_SHUTDOWN_TIMEOUT, then cancels them. Needs Postgres and Redis and a
+current schema. Run as many replicas as you like; periodic jobs run on one
+elected leader. With VISOR_WORKER_HTTP_ADDR set it also serves /healthz,
+/readyz and /metrics.`,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := parse(fs, args); err != nil {
 				return err

@@ -1,20 +1,67 @@
 package main
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestWorkerHelpPromisesOnlyItsJobs: `visor help worker` names the jobs
-// the worker runs (registerJobs and the dispatcher) and none it does not.
+// jobWords says where `visor help worker` mentions each job kind.
+var jobWords = map[string]string{
+	"deliver_wakeup": "delivers wake-ups",
+	"prune_wakeups":  "settled wake-ups",
+	"prune_keys":     "expired API keys",
+	"oauth_cleanup":  "expired OAuth codes",
+}
+
+// TestWorkerHelpPromisesOnlyItsJobs: `visor help worker` names every job
+// kind declared in the repository (a new one fails here until the help
+// mentions it) and none of the jobs Visor does not have.
 func TestWorkerHelpPromisesOnlyItsJobs(t *testing.T) {
 	res := runCmd(t, nil, "help", "worker")
 	require.NoError(t, res.err, res.stderr)
-	for _, job := range []string{"wake-ups", "routines and reminders", "expired API keys", "OAuth codes"} {
-		require.Contains(t, res.stdout, job)
+	kinds := declaredJobKinds(t)
+	require.NotEmpty(t, kinds)
+	for _, kind := range kinds {
+		words, ok := jobWords[kind]
+		require.True(t, ok, "job kind %q is not described in `visor help worker` (and jobWords)", kind)
+		require.Contains(t, res.stdout, words, kind)
 	}
+	require.Contains(t, res.stdout, "routines and reminders") // the dispatcher, which is no River job
 	for _, missing := range []string{"sandbox", "computer-use", "computer use", "responsibilit", "grant expiry", "browser"} {
 		require.NotContains(t, res.stdout, missing, "the worker runs no such job")
 	}
+}
+
+// declaredJobKinds finds every River job kind in the repository's Go code.
+func declaredJobKinds(t *testing.T) []string {
+	t.Helper()
+	kindRE := regexp.MustCompile(`\) Kind\(\) string \{ return "([a-z0-9_]+)" \}`)
+	var kinds []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range kindRE.FindAllStringSubmatch(string(b), -1) {
+			kinds = append(kinds, m[1])
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return kinds
 }
