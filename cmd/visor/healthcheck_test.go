@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/storage/redisx/redistest"
 )
 
 // TestHealthcheckProbesServeAndWorker runs `visor serve` and `visor worker`
@@ -77,4 +84,51 @@ func portOf(t *testing.T, base string) string {
 	u, err := url.Parse(base)
 	require.NoError(t, err)
 	return u.Port()
+}
+
+// TestHealthcheckIsADockerHealthcheckWithoutAShell runs `visor serve` in an
+// image holding nothing but the static binary (no shell, no curl, as
+// distroless), with `visor healthcheck` as its Docker HEALTHCHECK, and
+// waits for Docker to report the container healthy.
+func TestHealthcheckIsADockerHealthcheckWithoutAShell(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
+		pgtest.Unavailable(t, "Docker Engine", firstLine(string(out), err))
+	}
+	needRedis(t)
+	dbURL := pgtest.NewURL(t)
+	dir := t.TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(dir, "visor"), ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(`FROM scratch
+COPY visor /usr/local/bin/visor
+USER 65532:65532
+HEALTHCHECK --interval=1s --timeout=5s --retries=3 CMD ["/usr/local/bin/visor", "healthcheck", "-ready"]
+ENTRYPOINT ["/usr/local/bin/visor"]
+`), 0o644))
+	tag := "visor-healthcheck-test:" + randSuffix()
+	out, err = exec.CommandContext(ctx, "docker", "build", "-q", "-t", tag, dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() })
+
+	// The host's network, so the container reaches the test's Postgres and
+	// Redis on the loopback interface.
+	addr := "127.0.0.1:" + freePort(t)
+	out, err = exec.CommandContext(ctx, "docker", "run", "-d", "--network", "host",
+		"-e", "VISOR_DATABASE_URL="+dbURL, "-e", "VISOR_REDIS_URL="+redistest.URL(), "-e", "VISOR_HTTP_ADDR="+addr,
+		"-e", "VISOR_LOG_LEVEL=warn", tag, "serve").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	id := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
+
+	status := ""
+	require.Eventually(t, func() bool {
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Health.Status}}", id).CombinedOutput()
+		status = strings.TrimSpace(string(out))
+		return err == nil && status == "healthy"
+	}, 90*time.Second, 500*time.Millisecond, "Docker never saw the container healthy (last: %s)", status)
 }
