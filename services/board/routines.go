@@ -95,10 +95,13 @@ type RoutineChange struct {
 	Description *string
 	Tags        *[]string
 	Agent       *uuid.UUID
+	// Paused pauses or resumes it in the same change.
+	Paused *bool
 }
 
-// UpdateRoutine changes a routine the caller may act on; a new schedule
-// takes effect from now.
+// UpdateRoutine changes a routine the caller may act on, in one
+// transaction; its next run is computed again from now (none while
+// paused).
 func (s *Service) UpdateRoutine(ctx context.Context, a Actor, ref string, c RoutineChange) (Routine, error) {
 	r, err := s.routineFor(ctx, a, ref, "update_cron_task")
 	if err != nil {
@@ -118,6 +121,7 @@ func (s *Service) UpdateRoutine(ctx context.Context, a Actor, ref string, c Rout
 	set(&next.Description, c.Description)
 	set(&next.Tags, c.Tags)
 	set(&next.AgentID, c.Agent)
+	set(&next.Paused, c.Paused)
 	if err := s.checkRoutine(a, next.Name, next.Description, next.Tags, r.Tags); err != nil {
 		return Routine{}, err
 	}
@@ -129,6 +133,7 @@ func (s *Service) UpdateRoutine(ctx context.Context, a Actor, ref string, c Rout
 			return fault.New(fault.Conflict, "routine %s changed while this call ran; retry", r.ID)
 		}
 		cur.Name, cur.Schedule, cur.Description, cur.Tags, cur.AgentID = next.Name, next.Schedule, next.Description, next.Tags, next.AgentID
+		cur.Paused = next.Paused
 		return s.reschedule(cur, tz)
 	})
 }

@@ -170,23 +170,13 @@ func (r Board) updateRoutine(c echo.Context) error {
 		}
 		ch.Agent = &agent
 	}
-	if ch == (board.RoutineChange{}) && in.Paused == nil {
+	ch.Paused = in.Paused
+	if ch == (board.RoutineChange{}) {
 		return fault.New(fault.Invalid, "nothing to change: send at least one field")
 	}
-	ctx, a := c.Request().Context(), actor(c)
-	rt, err := r.svc.Routine(ctx, a, ref)
+	rt, err := r.svc.UpdateRoutine(c.Request().Context(), actor(c), ref, ch)
 	if err != nil {
-		return err
-	}
-	if ch != (board.RoutineChange{}) {
-		if rt, err = r.svc.UpdateRoutine(ctx, a, ref, ch); err != nil {
-			return boardErr(err)
-		}
-	}
-	if in.Paused != nil {
-		if rt, err = r.svc.PauseRoutine(ctx, a, ref, *in.Paused); err != nil {
-			return boardErr(err)
-		}
+		return boardErr(err)
 	}
 	return c.JSON(http.StatusOK, rt)
 }

@@ -322,3 +322,32 @@ func TestBoardAPIClientMistakesAreFourHundreds(t *testing.T) {
 	f.do("GET", "/api/v1/tenants/globex/tasks", f.otherKey, "", &list)
 	require.Empty(t, list.Tasks)
 }
+
+// TestARoutinePatchAppliesWholeOrNotAtAll: a PATCH that pauses a routine
+// and changes its schedule is one change; one with a bad field changes
+// nothing, the pause included.
+func TestARoutinePatchAppliesWholeOrNotAtAll(t *testing.T) {
+	t.Parallel()
+	f := newBoardFixture(t)
+	base := "/api/v1/tenants/acme/routines"
+	var r board.Routine
+	code, body := f.do("POST", base, f.opKey, fmt.Sprintf(`{"name":"digest","schedule":"@daily","agent":%q}`, f.ada.ID), &r)
+	require.Equal(t, 201, code, body)
+	code, body = f.do("PATCH", base+"/"+r.ID.String(), f.opKey, `{"paused":true,"schedule":"every day"}`, nil)
+	require.Equal(t, 400, code, body)
+	var got board.Routine
+	f.do("GET", base+"/"+r.ID.String(), f.opKey, "", &got)
+	require.False(t, got.Paused, "the bad schedule refused the pause with it")
+	require.Equal(t, "@daily", got.Schedule)
+	got = board.Routine{}
+	code, body = f.do("PATCH", base+"/"+r.ID.String(), f.opKey, `{"paused":true}`, &got)
+	require.Equal(t, 200, code, body)
+	require.True(t, got.Paused)
+	require.Nil(t, got.NextRunAt)
+	got = board.Routine{}
+	code, body = f.do("PATCH", base+"/"+r.ID.String(), f.opKey, `{"paused":false,"name":"daily digest"}`, &got)
+	require.Equal(t, 200, code, body)
+	require.False(t, got.Paused)
+	require.Equal(t, "daily digest", got.Name)
+	require.NotNil(t, got.NextRunAt, "resumed: it has a next run again")
+}
