@@ -109,11 +109,13 @@ How a client ends up with its tools:
 4. A client that asked for less and then calls a tool beyond its scopes gets
    HTTP 403 with ` + "`WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"…\"`" + `
    naming the scope the tool needs; it can send the member through consent
-   again for it (step-up).
+   again asking for the scopes it holds plus that one (step-up).
 
 An OAuth client sees the tools on the tenant's external-client list that
-its scopes cover, and every tool of ` + "`tools:write` or `tools:admin`" + ` it holds.
-The list is, unless the tenant changes it:
+its scopes cover, and every tool whose scope it was granted by name: a
+client granted ` + "`tools:admin`" + ` alone does not list the ` + "`tools:write`" + ` tools
+beyond that list, which is why the challenge asks for all three. The list
+is, unless the tenant changes it:
 %s.
 Operator API keys see every tool their scopes cover, except those that act
 for an AI employee's own process. AI employees' keys and round tokens are
