@@ -59,6 +59,8 @@ func (a *app) startLive(ctx context.Context, s *server.Server, visible live.Visi
 			stat(func(s live.Stats) int { return int(s.Repaired) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_revoked_streams_total", Help: "Streams this replica closed because their credential was revoked or expired."},
 			stat(func(s live.Stats) int { return int(s.Revoked) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_dropped_streams_total", Help: "Streams this replica dropped because they could not take a notification in time."},
+			stat(func(s live.Stats) int { return int(s.Dropped) })),
 	)
 	return hub, nil
 }

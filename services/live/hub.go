@@ -34,8 +34,13 @@ type Config struct {
 	ReconcileEvery time.Duration
 	// Workers bounds how many tenants are recomputed at once; default 4.
 	Workers int
-	// NotifyTimeout bounds one NotifyToolsChanged call; default 5s.
+	// NotifyTimeout bounds one NotifyToolsChanged call; default 5s. A
+	// stream that cannot take a notification in that time is dropped.
 	NotifyTimeout time.Duration
+	// Senders bounds how many notifications are written at once; default
+	// 32. Each stream has at most one in flight: changes that arrive while
+	// one is written are merged into one more notification after it.
+	Senders int
 	// Valid re-checks the credentials of streams (optional: without it no
 	// stream is ever closed for a revoked credential). The hub calls it for
 	// a tenant's streams on every event that can revoke a credential (key,
@@ -66,12 +71,15 @@ type Hub struct {
 	tenants map[uuid.UUID]*tenant
 	ready   []*tenant // tenants with pending work, not yet taken by a worker
 	stopped bool
+	// sendq holds the streams with a notification to write, each once,
+	// for the senders; sendWake wakes them.
+	sendq    []*entry
+	sendWake *sync.Cond
 	// counters for Stats
-	notified, repaired, revoked int64
+	notified, repaired, revoked, dropped int64
 
-	kick  chan struct{}
-	life  lifecycle.Base // workers and the reconciler
-	sends sync.WaitGroup // notifications in flight
+	kick chan struct{}
+	life lifecycle.Base // workers, senders and the reconciler
 }
 
 var (
@@ -122,9 +130,14 @@ type entry struct {
 	// changed (a member's new role).
 	pr  *principal
 	key string
+	t   *tenant
 	// gone is set when the hub closed the stream for a revoked credential
 	// and removed it; its unregister function is then a no-op.
 	gone bool
+	// queued: the stream is in sendq; sending: a sender is writing to it;
+	// again: its set changed while it was written, so one more
+	// notification follows.
+	queued, sending, again bool
 	// opening is set while Open computes the stream's first set. The
 	// caller has not yet been told the stream is open (a listen stream is
 	// acknowledged after Open returns), so whatever it lists next already
@@ -144,6 +157,9 @@ func NewHub(cfg Config) *Hub {
 	if cfg.NotifyTimeout <= 0 {
 		cfg.NotifyTimeout = 5 * time.Second
 	}
+	if cfg.Senders <= 0 {
+		cfg.Senders = 32
+	}
 	if cfg.CheckEvery <= 0 {
 		cfg.CheckEvery = 30 * time.Second
 	}
@@ -152,10 +168,12 @@ func NewHub(cfg Config) *Hub {
 	}
 	h := &Hub{cfg: cfg, log: cfg.Log, tenants: map[uuid.UUID]*tenant{}, kick: make(chan struct{}, 1)}
 	h.wake = sync.NewCond(&h.mu)
-	h.life.OnStop(func() { // workers wait on wake, not on the context
+	h.sendWake = sync.NewCond(&h.mu)
+	h.life.OnStop(func() { // workers and senders wait on conds, not on the context
 		h.mu.Lock()
 		h.stopped = true
 		h.wake.Broadcast()
+		h.sendWake.Broadcast()
 		h.mu.Unlock()
 	})
 	return h
@@ -168,14 +186,18 @@ func (h *Hub) Start(ctx context.Context) error {
 	for range h.cfg.Workers {
 		fns = append(fns, h.work)
 	}
+	for range h.cfg.Senders {
+		fns = append(fns, h.sender)
+	}
 	return h.life.Start(ctx, fns...)
 }
 
-// Stop ends the workers and the reconciler and waits for notifications in
-// flight. It is safe to call twice.
+// Stop ends the workers, the senders and the reconciler. Notifications in
+// flight see their context cancelled, so Stop waits for no client: a
+// stream that has stopped reading cannot hold it up. It is safe to call
+// twice.
 func (h *Hub) Stop() {
 	h.life.Stop()
-	h.sends.Wait()
 }
 
 // Open registers s. Its current visible set is computed now, so that the
@@ -197,7 +219,7 @@ func (h *Hub) Open(ctx context.Context, s Stream) func() {
 		t.principals[key] = pr
 	}
 	pr.streams[e] = struct{}{}
-	e.pr, e.key = pr, key
+	e.pr, e.key, e.t = pr, key, t
 	t.streams++
 	e.set = pr.last
 	known := e.set != toolSet{}
@@ -318,15 +340,17 @@ type Stats struct {
 	Tenants, Principals, Streams int
 	// Notified counts list_changed notifications sent; Repaired counts
 	// tenants the reconciler found changed without (or ahead of) an event;
-	// Revoked counts streams closed because their credential was gone.
-	Notified, Repaired, Revoked int64
+	// Revoked counts streams closed because their credential was gone;
+	// Dropped counts streams dropped because they could not take a
+	// notification in time (or at all).
+	Notified, Repaired, Revoked, Dropped int64
 }
 
 // Stats returns current counts.
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := Stats{Notified: h.notified, Repaired: h.repaired, Revoked: h.revoked}
+	s := Stats{Notified: h.notified, Repaired: h.repaired, Revoked: h.revoked, Dropped: h.dropped}
 	for _, t := range h.tenants {
 		s.Tenants++
 		s.Principals += len(t.principals)

@@ -20,7 +20,9 @@ type Stream interface {
 	// Principal is the caller the stream belongs to.
 	Principal() identity.Principal
 	// NotifyToolsChanged sends notifications/tools/list_changed on this
-	// stream only.
+	// stream only, giving up when ctx ends (its deadline is the hub's
+	// NotifyTimeout), however slowly the client reads. A stream that fails
+	// ends itself, and the hub forgets it.
 	NotifyToolsChanged(ctx context.Context) error
 	// Close ends the stream because the credential that opened it was
 	// revoked, expired or lost its agent: the caller must hear nothing more

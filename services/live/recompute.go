@@ -207,28 +207,76 @@ func (h *Hub) recompute(ctx context.Context, t *tenant, pr *principal) error {
 
 	h.mu.Lock()
 	pr.last = set
-	var notify []Stream
 	for e := range pr.streams {
 		if e.set != set {
 			e.set = set
 			if !e.opening {
-				notify = append(notify, e.s)
+				h.notify(e)
 			}
 		}
 	}
-	h.notified += int64(len(notify))
 	h.mu.Unlock()
-
-	for _, s := range notify {
-		h.sends.Go(func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.NotifyTimeout)
-			defer cancel()
-			if err := s.NotifyToolsChanged(ctx); err != nil {
-				h.log.DebugContext(ctx, "notify tools/list_changed", "tenant", t.id, "err", err)
-			}
-		})
-	}
 	return nil
+}
+
+// notify queues a list_changed for e, merging it with one already queued,
+// or with the one being written (another follows it). h.mu is held.
+func (h *Hub) notify(e *entry) {
+	switch {
+	case e.gone || e.queued:
+	case e.sending:
+		e.again = true
+	default:
+		e.queued = true
+		h.sendq = append(h.sendq, e)
+		h.sendWake.Signal()
+	}
+}
+
+// sender writes queued notifications, one stream at a time, each bounded by
+// NotifyTimeout and by the hub's life (ctx). A stream that fails to take
+// one is dropped: the hub forgets it, and the stream has ended itself
+// (Stream.NotifyToolsChanged).
+func (h *Hub) sender(ctx context.Context) {
+	for {
+		h.mu.Lock()
+		for len(h.sendq) == 0 && !h.stopped {
+			h.sendWake.Wait()
+		}
+		if h.stopped {
+			h.mu.Unlock()
+			return
+		}
+		e := h.sendq[0]
+		h.sendq[0] = nil
+		h.sendq = h.sendq[1:]
+		e.queued, e.sending, e.again = false, true, false
+		h.mu.Unlock()
+
+		nctx, cancel := context.WithTimeout(ctx, h.cfg.NotifyTimeout)
+		err := e.s.NotifyToolsChanged(nctx)
+		cancel()
+
+		h.mu.Lock()
+		e.sending = false
+		if err == nil {
+			h.notified++
+		}
+		switch {
+		case err != nil && ctx.Err() == nil:
+			// The hub is running and the stream could not take it. The
+			// stream has ended itself, and may have unregistered already.
+			h.remove(e.t, e)
+			h.dropped++
+			h.log.InfoContext(ctx, "dropped a stream that could not take a notification", "tenant", e.s.Principal().TenantID, "err", err)
+		case e.again && !e.gone:
+			e.again = false
+			e.queued = true
+			h.sendq = append(h.sendq, e)
+			h.sendWake.Signal()
+		}
+		h.mu.Unlock()
+	}
 }
 
 // reconcileLoop compares policy versions every ReconcileEvery and whenever

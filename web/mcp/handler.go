@@ -71,6 +71,10 @@ type Handler struct {
 
 	closeOnce sync.Once
 	closing   chan struct{} // closed by Close: held streams end
+	// life ends with Close too, cutting short writes in flight to held
+	// streams, so a client that stopped reading cannot hold up a shutdown.
+	life    context.Context
+	endLife context.CancelFunc
 }
 
 // New returns the endpoint. streams may be live.NoStreams{}.
@@ -95,6 +99,7 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	}
 	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
 		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{})}
+	h.life, h.endLife = context.WithCancel(context.Background())
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))
 	}
@@ -203,6 +208,11 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), peekKey{}, &pk))
+	if pk.Method == "subscriptions/listen" {
+		// A listen request the SDK holds is written by the SDK: its stream
+		// bounds those writes through the response's controller.
+		r = r.WithContext(context.WithValue(r.Context(), writerKey{}, http.NewResponseController(w)))
+	}
 	if modernEra(r, &pk) {
 		if h.serveListen(w, r, p, &pk) {
 			return
@@ -229,8 +239,21 @@ func (h *Handler) tokenInfo(ctx context.Context, _ string, r *http.Request) (*sd
 	}
 	pk, _ := r.Context().Value(peekKey{}).(*peek)
 	note, _ := r.Context().Value(callNoteKey{}).(*callNote)
+	rc, _ := r.Context().Value(writerKey{}).(*http.ResponseController)
 	return &sdkauth.TokenInfo{UserID: owner(p), Scopes: p.Scopes,
-		Extra: map[string]any{"principal": p, "peek": pk, "note": note}}, nil
+		Extra: map[string]any{"principal": p, "peek": pk, "note": note, "writer": rc}}, nil
+}
+
+type writerKey struct{}
+
+// writerOf returns the controller of the HTTP response that carries req's
+// answer, when the endpoint kept one (a listen request's).
+func writerOf(req sdk.Request) *http.ResponseController {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		rc, _ := ex.TokenInfo.Extra["writer"].(*http.ResponseController)
+		return rc
+	}
+	return nil
 }
 
 // noteOf returns the note of the HTTP request that carried req, if any.
@@ -263,6 +286,7 @@ func owner(p identity.Principal) string { return p.TenantID.String() + "/" + p.I
 func (h *Handler) Close() {
 	h.closeOnce.Do(func() {
 		close(h.closing)
+		h.endLife()
 		for _, b := range h.sessions.all() {
 			_ = b.session.Close()
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
@@ -28,24 +29,26 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 		!acceptsBoth(r.Header.Values("Accept")) || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		return false
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		return false
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	s := &listenStream{p: p, w: w, f: flusher, id: pk.ID, acked: make(chan struct{}), revoked: make(chan struct{})}
+	s := &listenStream{p: p, w: w, rc: http.NewResponseController(w), id: pk.ID, life: h.life,
+		acked: make(chan struct{}), ended: make(chan struct{})}
 	// Registered before the acknowledgment: once the client hears it, every
 	// later change to its tools is announced on this stream.
 	unregister := h.streams.Open(r.Context(), s)
 	defer func() {
 		unregister()
-		s.close()
+		s.finish()
 	}()
-	err := s.write(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
-		string(pk.ID) + `},"notifications":{"toolsListChanged":true}}}`)
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	err := s.write(ctx, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+
+		string(pk.ID)+`},"notifications":{"toolsListChanged":true}}}`)
+	cancel()
 	close(s.acked)
 	if err != nil {
 		return true
@@ -53,7 +56,7 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 	select {
 	case <-r.Context().Done():
 	case <-h.closing:
-	case <-s.revoked:
+	case <-s.ended:
 	}
 	return true
 }
@@ -68,19 +71,28 @@ func acceptsBoth(values []string) bool {
 	return strings.Contains(all, "*/*") || (strings.Contains(all, "application/json") && strings.Contains(all, "text/event-stream"))
 }
 
+// writeTimeout bounds a write that has no deadline of its own (the
+// acknowledgment), and finishTimeout the end of a response, so that a
+// client that stopped reading holds no handler, and no shutdown, for long.
+const (
+	writeTimeout  = 10 * time.Second
+	finishTimeout = time.Second
+)
+
 // listenStream is a held subscriptions/listen response.
 type listenStream struct {
-	p  identity.Principal
-	id []byte // the listen request's JSON-RPC id, as sent
+	p    identity.Principal
+	id   []byte // the listen request's JSON-RPC id, as sent
+	rc   *http.ResponseController
+	life context.Context // the endpoint's: ends on shutdown
 
-	mu   sync.Mutex
+	mu   sync.Mutex // one write at a time
 	w    http.ResponseWriter
-	f    http.Flusher
 	done bool
 
-	acked      chan struct{} // closed once the acknowledgment was written
-	revoked    chan struct{} // closed by Close
-	revokeOnce sync.Once
+	acked   chan struct{} // closed once the acknowledgment was written (or failed)
+	ended   chan struct{} // closed by end: the credential was revoked, or a write failed
+	endOnce sync.Once
 }
 
 var _ live.Stream = (*listenStream)(nil)
@@ -90,43 +102,83 @@ var errStreamClosed = errors.New("listen stream closed")
 func (s *listenStream) Principal() identity.Principal { return s.p }
 
 // NotifyToolsChanged writes notifications/tools/list_changed, tagged with
-// the listen request's id, on this stream only, after the acknowledgment.
+// the listen request's id, on this stream only, after the acknowledgment,
+// within ctx.
 func (s *listenStream) NotifyToolsChanged(ctx context.Context) error {
 	select {
 	case <-s.acked:
-	case <-s.revoked:
+	case <-s.ended:
 		return errStreamClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return s.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` +
-		string(s.id) + `}}}`)
+	return s.write(ctx, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+
+		string(s.id)+`}}}`)
 }
 
-func (s *listenStream) write(msg string) error {
+// write writes one event by ctx's deadline; ctx ending or the endpoint
+// closing aborts it. A write that fails ends the stream: the response is
+// broken, and serveListen returns.
+func (s *listenStream) write(ctx context.Context, msg string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
 		return errStreamClosed
 	}
-	if _, err := s.w.Write([]byte("event: message\ndata: " + msg + "\n\n")); err != nil {
-		return err
+	err := withDeadline(ctx, s.life, s.rc, func() error {
+		if _, err := s.w.Write([]byte("event: message\ndata: " + msg + "\n\n")); err != nil {
+			return err
+		}
+		return s.rc.Flush()
+	})
+	if err != nil {
+		s.done = true
+		s.end()
 	}
-	s.f.Flush()
-	return nil
+	return err
+}
+
+// withDeadline runs write with the connection's write deadline at ctx's
+// (writeTimeout when it has none), cut short when ctx or life (the
+// endpoint's, ended on shutdown) ends. An interrupted write is an error
+// even if it completed: the connection's deadline may be past by then.
+func withDeadline(ctx, life context.Context, rc *http.ResponseController, write func() error) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(writeTimeout)
+	}
+	_ = rc.SetWriteDeadline(deadline) // only test recorders lack it
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopLife := context.AfterFunc(life, cancel)
+	defer stopLife()
+	stop := context.AfterFunc(ctx, func() { _ = rc.SetWriteDeadline(time.Now()) })
+	err := write()
+	if !stop() && err == nil {
+		err = context.Cause(ctx)
+	}
+	if err == nil {
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+	return err
 }
 
 // Close ends the response because the stream's credential was revoked: no
 // write happens after it, and serveListen returns, which ends the HTTP
 // response cleanly.
-func (s *listenStream) Close() {
-	s.close()
-	s.revokeOnce.Do(func() { close(s.revoked) })
-}
+func (s *listenStream) Close() { s.end() }
 
-// close stops writes once the request has ended.
-func (s *listenStream) close() {
-	s.mu.Lock()
+func (s *listenStream) end() { s.endOnce.Do(func() { close(s.ended) }) }
+
+// finish stops writes once serveListen returns. A write still in flight to
+// a client that stopped reading is cut short, and the end of the response
+// gets finishTimeout.
+func (s *listenStream) finish() {
+	if !s.mu.TryLock() {
+		_ = s.rc.SetWriteDeadline(time.Now())
+		s.mu.Lock()
+	}
 	s.done = true
 	s.mu.Unlock()
+	_ = s.rc.SetWriteDeadline(time.Now().Add(finishTimeout))
 }

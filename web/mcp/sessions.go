@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -70,9 +72,18 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity
 		return
 	}
 	if r.Method == http.MethodGet && r.Header.Get("Last-Event-Id") == "" {
-		st := &stream{p: p, session: b.session}
-		unregister := h.streams.Open(r.Context(), st)
-		defer unregister()
+		ctx, stop := context.WithCancel(r.Context())
+		defer stop()
+		r = r.WithContext(ctx)
+		rc := http.NewResponseController(w)
+		st := &stream{p: p, session: b.session, rc: rc, life: h.life, stop: stop}
+		unregister := h.streams.Open(ctx, st)
+		defer func() {
+			unregister()
+			// The end of the response gets finishTimeout, so a client
+			// that stopped reading holds no shutdown for long.
+			_ = rc.SetWriteDeadline(time.Now().Add(finishTimeout))
+		}()
 	}
 	h.legacy.ServeHTTP(w, r)
 }

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,20 +30,40 @@ type stream struct {
 	listenID any
 	// cancel ends a listen request (nil for a legacy GET stream).
 	cancel context.CancelFunc
+	// rc is the held response's, to bound the SDK's writes on it (nil when
+	// unknown); life is the endpoint's; stop ends the held response.
+	rc   *http.ResponseController
+	life context.Context
+	stop context.CancelFunc
+
+	mu sync.Mutex // one notification at a time, each with its own deadline
 }
 
 var _ live.Stream = (*stream)(nil)
 
 func (s *stream) Principal() identity.Principal { return s.p }
 
-// NotifyToolsChanged sends notifications/tools/list_changed on this stream only.
+// NotifyToolsChanged sends notifications/tools/list_changed on this stream
+// only. The SDK writes it on the held response at once and does not heed
+// ctx, so the write gets ctx's deadline on the connection; when it fails,
+// the held response ends (the session, if any, stays).
 func (s *stream) NotifyToolsChanged(ctx context.Context) error {
 	params := &sdk.ProgressNotificationParams{ProgressToken: toolsChangedToken}
+	nctx := ctx
 	if s.ctx != nil {
-		ctx = s.ctx
+		nctx = s.ctx
 		params.Meta = sdk.Meta{sdk.MetaKeySubscriptionID: s.listenID}
 	}
-	return s.session.NotifyProgress(ctx, params)
+	if s.rc == nil {
+		return s.session.NotifyProgress(nctx, params)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := withDeadline(ctx, s.life, s.rc, func() error { return s.session.NotifyProgress(nctx, params) })
+	if err != nil && s.stop != nil {
+		s.stop()
+	}
+	return err
 }
 
 // Close ends the stream because its credential was revoked. A listen
@@ -84,7 +106,8 @@ func (h *Handler) listen(ctx context.Context, method string, req sdk.Request, ne
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		unregister := h.streams.Open(ctx, &stream{p: p, session: ss, ctx: ctx, listenID: id, cancel: cancel})
+		rc := writerOf(req)
+		unregister := h.streams.Open(ctx, &stream{p: p, session: ss, ctx: ctx, listenID: id, cancel: cancel, rc: rc, life: h.life, stop: cancel})
 		defer unregister()
 	}
 	return next(ctx, method, req)
