@@ -1,0 +1,3 @@
+DROP TABLE responsibility_wakeups;
+DROP TABLE responsibility_runs;
+DROP TABLE responsibilities;
