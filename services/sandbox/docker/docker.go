@@ -1,0 +1,98 @@
+// Package docker runs sandbox programs in locked-down containers through the
+// Docker Engine API. Each run gets a fresh container and a private temporary
+// directory holding only the script; both are removed on every path out of
+// Run (exit, timeout, cancel, error). Images are never pulled.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/client"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/sandbox"
+)
+
+// Config says which images may run and where runs keep their scripts.
+type Config struct {
+	// Allowed lists the images a program may name. An image not on it is
+	// refused (image_not_allowed).
+	Allowed []string
+	// WorkerID labels this worker's containers, so a janitor can tell them
+	// apart.
+	WorkerID string
+	// TempDir holds each run's private directory (default: the system
+	// temporary directory).
+	TempDir string
+	// Memory overrides sandbox.Memory (bytes); zero keeps it. Tests use a
+	// small value to reach the limit quickly.
+	Memory int64
+}
+
+// Runner runs programs in containers. It is safe for concurrent use.
+type Runner struct {
+	cfg Config
+	cli *client.Client
+	log *slog.Logger
+}
+
+var _ sandbox.Runner = (*Runner)(nil)
+
+// New returns a runner that talks to the Docker Engine named by the
+// environment (DOCKER_HOST, else the local socket), negotiating the API
+// version with it. It does not contact the engine; Run reports an engine
+// that cannot be reached as docker_unreachable.
+func New(cfg Config, log *slog.Logger) (*Runner, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	if cfg.TempDir == "" {
+		cfg.TempDir = os.TempDir()
+	}
+	if cfg.Memory == 0 {
+		cfg.Memory = sandbox.Memory
+	}
+	return &Runner{cfg: cfg, cli: cli, log: log}, nil
+}
+
+// Close releases the engine connection.
+func (r *Runner) Close() error { return r.cli.Close() }
+
+// Client is the engine client, for a janitor or tests that inspect what
+// Run created.
+func (r *Runner) Client() *client.Client { return r.cli }
+
+// check refuses a program that cannot run here; nothing is created.
+func (r *Runner) check(ctx context.Context, p sandbox.Program) error {
+	if _, ok := p.Language.Command(""); !ok {
+		return fault.New(fault.Invalid, "unknown language %q (use %q or %q)", p.Language, sandbox.Python, sandbox.Shell)
+	}
+	if p.Timeout < 0 || p.Timeout > sandbox.MaxTimeout {
+		return fault.New(fault.Invalid, "timeout must be at most %s", sandbox.MaxTimeout)
+	}
+	if !slices.Contains(r.cfg.Allowed, p.Image) {
+		return sandbox.Unavailable("image_not_allowed", p.Image, "the image is not on the platform's allow-list", nil)
+	}
+	_, err := r.cli.ImageInspect(ctx, p.Image)
+	switch {
+	case err == nil:
+		return nil
+	case cerrdefs.IsNotFound(err):
+		return sandbox.Unavailable("image_missing", p.Image, "the image is not on the worker (images are never pulled automatically)", err)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case client.IsErrConnectionFailed(err):
+		return sandbox.Unavailable("docker_unreachable", p.Image, "the Docker Engine cannot be reached", err)
+	}
+	return sandbox.Unavailable("docker_error", p.Image, "the Docker Engine refused to describe the image", err)
+}
+
+// errRemove marks a failure to remove a container.
+var errRemove = errors.New("remove sandbox container")

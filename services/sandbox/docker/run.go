@@ -1,0 +1,235 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/visorhq/visor/services/sandbox"
+)
+
+// The labels every sandbox container carries, for the janitor.
+const (
+	LabelOwner  = "org.visor.sandbox"        // always "1"
+	LabelTenant = "org.visor.sandbox.tenant" // the tenant's id
+	LabelRun    = "org.visor.sandbox.run"    // the run's id
+	LabelWorker = "org.visor.sandbox.worker" // the worker that created it
+)
+
+// removeWithin bounds the force-removal of a container once its run is over.
+const removeWithin = 5 * time.Second
+
+// Run runs p in a fresh container and removes it, and the script's
+// directory, before returning. See sandbox.Runner for the error contract.
+func (r *Runner) Run(ctx context.Context, p sandbox.Program) (sandbox.Result, error) {
+	if p.Timeout == 0 {
+		p.Timeout = sandbox.DefaultTimeout
+	}
+	if err := r.check(ctx, p); err != nil {
+		return sandbox.Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, sandbox.HardCap)
+	defer cancel()
+
+	dir, err := r.workspace(p)
+	if err != nil {
+		return sandbox.Result{}, sandbox.Unavailable("workspace", p.Image, "the script's directory could not be prepared", err)
+	}
+	defer os.RemoveAll(dir)
+
+	created, err := r.cli.ContainerCreate(ctx, r.containerConfig(p), r.hostConfig(dir), nil, nil, "visor-sandbox-"+p.RunID.String())
+	if err != nil {
+		if ctx.Err() != nil {
+			return sandbox.Result{}, ctx.Err()
+		}
+		return sandbox.Result{}, sandbox.Unavailable("create_failed", p.Image, "the container could not be created", err)
+	}
+	defer r.remove(created.ID)
+	return r.run(ctx, created.ID, p)
+}
+
+// run attaches to, starts and waits for a created container.
+func (r *Runner) run(ctx context.Context, id string, p sandbox.Program) (sandbox.Result, error) {
+	attached, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return sandbox.Result{}, r.failed(ctx, p, "attach_failed", err)
+	}
+	defer attached.Close()
+	out := &capped{limit: sandbox.ReadCap}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = stdcopy.StdCopy(out, out, attached.Reader)
+	}()
+
+	waited, waitErr := r.cli.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	start := time.Now()
+	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return sandbox.Result{}, r.failed(ctx, p, "start_failed", err)
+	}
+	timer := time.NewTimer(p.Timeout)
+	defer timer.Stop()
+
+	res := sandbox.Result{}
+	select {
+	case w := <-waited:
+		res.ExitCode = int(w.StatusCode)
+	case err := <-waitErr:
+		return sandbox.Result{}, r.failed(ctx, p, "wait_failed", err)
+	case <-timer.C:
+		res.TimedOut = true
+		r.remove(id)
+	case <-ctx.Done():
+		r.remove(id)
+		return sandbox.Result{}, ctx.Err()
+	}
+	res.Duration = time.Since(start)
+	r.drain(attached.Close, copied)
+	if !res.TimedOut {
+		if st, err := r.cli.ContainerInspect(ctx, id); err == nil && st.State != nil {
+			res.OOMKilled = st.State.OOMKilled
+		}
+	}
+	res.Output, res.Cut = out.reply()
+	return res, nil
+}
+
+// drain waits briefly for the output copy to finish after the container
+// stopped, then closes the stream so the copy cannot outlive the run.
+func (r *Runner) drain(closeStream func(), copied <-chan struct{}) {
+	select {
+	case <-copied:
+	case <-time.After(time.Second):
+		closeStream()
+		<-copied
+	}
+}
+
+// failed turns an engine error during a run into the caller's error.
+func (r *Runner) failed(ctx context.Context, p sandbox.Program, code string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return sandbox.Unavailable(code, p.Image, "the Docker Engine failed during the run", err)
+}
+
+// remove force-removes a container, whatever the state of the run's
+// context, and logs a failure (the janitor removes what is left).
+func (r *Runner) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), removeWithin)
+	defer cancel()
+	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !isGone(err) {
+		r.log.Warn("sandbox: remove container", "container", id, "err", fmt.Errorf("%w: %w", errRemove, err))
+	}
+}
+
+// workspace makes the run's private directory (0700, like every
+// os.MkdirTemp directory) holding only the script, owned by the container's
+// user. The container sees it read-only.
+func (r *Runner) workspace(p sandbox.Program) (string, error) {
+	dir, err := os.MkdirTemp(r.cfg.TempDir, "visor-sandbox-"+p.RunID.String()+"-")
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, p.Language.FileName())
+	if err := os.WriteFile(file, []byte(p.Source), 0o400); err != nil {
+		return dir, errors.Join(err, os.RemoveAll(dir))
+	}
+	uid, gid := hostUser()
+	if os.Geteuid() == 0 {
+		for _, f := range []string{dir, file} {
+			if err := os.Chown(f, uid, gid); err != nil {
+				return dir, errors.Join(err, os.RemoveAll(dir))
+			}
+		}
+	}
+	return dir, nil
+}
+
+// hostUser is the user scripts run as: the host's own user, or 1000:1000
+// when the host process is root.
+func hostUser() (uid, gid int) {
+	uid, gid = os.Getuid(), os.Getgid()
+	if uid == 0 {
+		return 1000, 1000
+	}
+	return uid, gid
+}
+
+func (r *Runner) containerConfig(p sandbox.Program) *container.Config {
+	uid, gid := hostUser()
+	cmd, _ := p.Language.Command("/workspace/" + p.Language.FileName())
+	return &container.Config{
+		Image:           p.Image,
+		Cmd:             cmd,
+		Entrypoint:      []string{},
+		User:            strconv.Itoa(uid) + ":" + strconv.Itoa(gid),
+		WorkingDir:      "/workspace",
+		Env:             []string{"HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"},
+		NetworkDisabled: true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		Labels: map[string]string{
+			LabelOwner:  "1",
+			LabelTenant: p.Tenant.String(),
+			LabelRun:    p.RunID.String(),
+			LabelWorker: r.cfg.WorkerID,
+		},
+	}
+}
+
+func (r *Runner) hostConfig(dir string) *container.HostConfig {
+	pids := int64(sandbox.Processes)
+	return &container.HostConfig{
+		NetworkMode:    "none",
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,noexec,size=64m"},
+		Mounts: []mount.Mount{{
+			Type: mount.TypeBind, Source: dir, Target: "/workspace", ReadOnly: true,
+		}},
+		Resources: container.Resources{
+			Memory:     r.cfg.Memory,
+			MemorySwap: r.cfg.Memory,
+			PidsLimit:  &pids,
+			NanoCPUs:   sandbox.NanoCPUs,
+		},
+	}
+}
+
+// capped keeps the first limit bytes written to it and counts the rest.
+type capped struct {
+	limit int
+	buf   []byte
+	total int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.total += len(p)
+	if room := c.limit - len(c.buf); room > 0 {
+		c.buf = append(c.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// reply returns at most ReplyCap bytes of the output and whether any was cut.
+func (c *capped) reply() (string, bool) {
+	if len(c.buf) <= sandbox.ReplyCap && c.total == len(c.buf) {
+		return string(c.buf), false
+	}
+	return string(c.buf[:min(len(c.buf), sandbox.ReplyCap)]), true
+}
+
+var _ io.Writer = (*capped)(nil)

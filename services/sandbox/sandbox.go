@@ -1,0 +1,131 @@
+// Package sandbox is the script sandbox: what a program run asks for, the
+// limits every run gets, and what comes back. The container runner that
+// enforces it lives in the docker subpackage; this package imports no
+// infrastructure.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/fault"
+)
+
+// The limits of every run. Memory and processes are per container; the
+// timeouts are wall-clock.
+const (
+	DefaultTimeout = 30 * time.Second  // when the caller names none
+	MaxTimeout     = 300 * time.Second // the most a caller may ask for
+	HardCap        = 600 * time.Second // the whole run, start to removal, never longer
+
+	Memory    = 2 << 30 // bytes of memory, and no swap beyond it
+	Processes = 256     // processes and threads in the container
+	NanoCPUs  = 1e9     // one CPU
+
+	ReadCap  = 2 << 20 // bytes of output read from the container
+	ReplyCap = 1 << 20 // bytes of output handed back
+)
+
+// Language says how a script is run.
+type Language string
+
+// The languages a script may be written in.
+const (
+	Python Language = "python"
+	Shell  Language = "sh"
+)
+
+// Command returns the command line that runs a script at path, and false for
+// an unknown language. stderr is sent into stdout inside the container, so
+// the one output keeps the order in which the script wrote.
+func (l Language) Command(path string) ([]string, bool) {
+	var run []string
+	switch l {
+	case Python:
+		run = []string{"python3", "-I", path}
+	case Shell:
+		run = []string{"sh", path}
+	default:
+		return nil, false
+	}
+	return append([]string{"sh", "-c", `exec "$@" 2>&1`, "sandbox"}, run...), true
+}
+
+// FileName is the name the script gets inside /workspace.
+func (l Language) FileName() string {
+	if l == Python {
+		return "main.py"
+	}
+	return "main.sh"
+}
+
+// Program is one run: whose it is, what image, and the script.
+type Program struct {
+	Tenant   uuid.UUID
+	RunID    uuid.UUID
+	Image    string
+	Language Language
+	Source   string
+	Timeout  time.Duration // zero means DefaultTimeout
+}
+
+// Result is what a finished run gives back. Output holds stdout and stderr
+// together, in the order the script wrote them, at most ReplyCap bytes.
+type Result struct {
+	Output    string
+	Cut       bool // the script wrote more than ReplyCap bytes
+	ExitCode  int
+	TimedOut  bool // killed at its timeout
+	OOMKilled bool // killed for using more than its memory
+	Duration  time.Duration
+}
+
+// Note is a sentence for the caller about how the run ended, or "" for a
+// run that exited on its own with all its output.
+func (r Result) Note() string {
+	var note string
+	switch {
+	case r.TimedOut:
+		note = fmt.Sprintf("The script was stopped at its timeout after %s.", r.Duration.Round(time.Millisecond))
+	case r.OOMKilled:
+		note = "The script was stopped: it ran out of memory (2 GiB)."
+	}
+	if r.Cut {
+		note += fmt.Sprintf(" Output was cut at %d bytes.", ReplyCap)
+	}
+	if len(note) > 0 && note[0] == ' ' {
+		note = note[1:]
+	}
+	return note
+}
+
+// Runner runs programs in sandboxes. Run returns a *fault.Error: Invalid for
+// a bad program (unknown language, timeout over MaxTimeout), Unavailable
+// (see Unavailable) when the sandbox cannot run, in which case nothing ran.
+// A cancelled ctx removes the container and returns ctx's error.
+type Runner interface {
+	Run(ctx context.Context, p Program) (Result, error)
+}
+
+// Timeout returns the timeout a run gets for the seconds a caller asked for
+// (0: the default).
+func Timeout(seconds int) (time.Duration, error) {
+	switch {
+	case seconds == 0:
+		return DefaultTimeout, nil
+	case seconds < 0 || time.Duration(seconds)*time.Second > MaxTimeout:
+		return 0, fault.New(fault.Invalid, "timeout_seconds must be between 1 and %d", int(MaxTimeout/time.Second))
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
+
+// Unavailable is the error of a run that could not start: code names why
+// (docker_unreachable, image_missing, image_not_allowed, …) and the message
+// says how to get the image.
+func Unavailable(code, image, why string, cause error) error {
+	return fault.Newf(fault.Unavailable, cause,
+		"Script sandbox unavailable (%s): %s. The script was not run. To make the image available: docker pull %s", code, why, image)
+}
