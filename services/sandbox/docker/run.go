@@ -46,9 +46,11 @@ func (r *Runner) Run(ctx context.Context, p sandbox.Program) (sandbox.Result, er
 	}
 	defer os.RemoveAll(dir)
 
-	created, err := r.cli.ContainerCreate(ctx, r.containerConfig(p), r.hostConfig(dir), nil, nil, "visor-sandbox-"+p.RunID.String())
+	name := "visor-sandbox-" + p.RunID.String()
+	created, err := r.cli.ContainerCreate(ctx, r.containerConfig(p), r.hostConfig(dir), nil, nil, name)
 	if err != nil {
 		if ctx.Err() != nil {
+			r.remove(name) // the engine may have created it as the call was cancelled
 			return sandbox.Result{}, ctx.Err()
 		}
 		return sandbox.Result{}, sandbox.Unavailable("create_failed", p.Image, "the container could not be created", err)
@@ -122,8 +124,8 @@ func (r *Runner) failed(ctx context.Context, p sandbox.Program, code string, err
 	return sandbox.Unavailable(code, p.Image, "the Docker Engine failed during the run", err)
 }
 
-// remove force-removes a container, whatever the state of the run's
-// context, and logs a failure (the janitor removes what is left).
+// remove force-removes a container (by id or name), whatever the state of
+// the run's context, and logs a failure (the janitor removes what is left).
 func (r *Runner) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), removeWithin)
 	defer cancel()
