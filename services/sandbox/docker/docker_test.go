@@ -30,7 +30,7 @@ type bundle struct {
 	tmp    string
 }
 
-func setup(t *testing.T, memory int64) *bundle {
+func setup(t testing.TB, memory int64) *bundle {
 	t.Helper()
 	image := sandboxtest.Image(t)
 	b := &bundle{image: image, worker: "test-" + uuid.NewString(), tmp: t.TempDir()}
@@ -58,7 +58,7 @@ func (b *bundle) run(t *testing.T, lang sandbox.Language, src string, timeout ti
 }
 
 // containers lists this worker's containers.
-func (b *bundle) containers(t *testing.T) []container.Summary {
+func (b *bundle) containers(t testing.TB) []container.Summary {
 	t.Helper()
 	list, err := b.r.Client().ContainerList(context.Background(), container.ListOptions{
 		All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelWorker+"="+b.worker)),
@@ -68,7 +68,7 @@ func (b *bundle) containers(t *testing.T) []container.Summary {
 }
 
 // requireClean fails unless no container and no run directory is left.
-func (b *bundle) requireClean(t *testing.T) {
+func (b *bundle) requireClean(t testing.TB) {
 	t.Helper()
 	require.Empty(t, b.containers(t), "containers left behind")
 	entries, err := os.ReadDir(b.tmp)

@@ -1,0 +1,79 @@
+package docker_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/visorhq/visor/services/sandbox"
+)
+
+// Runs that end every way at once — exit, timeout, cancel before and
+// after start — leave no container and no directory behind.
+func TestRunsEndingEveryWayLeaveNothingBehind(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p := b.program(sandbox.Shell, "echo hi; sleep 30", 30*time.Second)
+			switch i % 4 {
+			case 0:
+				p.Source = "echo hi"
+			case 1:
+				p.Timeout = time.Second
+			case 2:
+				time.AfterFunc(time.Duration(rand.IntN(400))*time.Millisecond, cancel)
+			case 3:
+				time.AfterFunc(time.Duration(800+rand.IntN(400))*time.Millisecond, cancel)
+			}
+			_, _ = b.r.Run(ctx, p)
+		})
+	}
+	wg.Wait()
+	b.requireClean(t)
+}
+
+// BenchmarkTrivialPython runs `print(1)` through the runner and through
+// `docker run` with the same image and flags, and reports both medians, the
+// 99th percentiles and the ratio.
+func BenchmarkTrivialPython(b *testing.B) {
+	bb := setup(b, 0)
+	var ours, cli []time.Duration
+	args := []string{"run", "--rm", "--user", "1000:1000", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--read-only", "--network", "none", "--memory", "2g", "--memory-swap", "2g", "--pids-limit", "256",
+		"--cpus", "1", "--tmpfs", "/tmp:rw,nosuid,nodev,noexec,size=64m", "--log-driver", "none",
+		"-v", b.TempDir() + ":/workspace:ro", bb.image, "python3", "-I", "-c", "print(1)"}
+	for b.Loop() {
+		at := time.Now()
+		res, err := bb.r.Run(context.Background(), bb.program(sandbox.Python, "print(1)", 0))
+		if err != nil || res.Output != "1\n" {
+			b.Fatalf("run: %v %q", err, res.Output)
+		}
+		ours = append(ours, time.Since(at))
+		at = time.Now()
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil || string(out) != "1\n" {
+			b.Fatalf("docker run: %v %q", err, out)
+		}
+		cli = append(cli, time.Since(at))
+	}
+	p50, p99 := percentiles(ours)
+	c50, c99 := percentiles(cli)
+	b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(c50.Milliseconds()), "docker-run-p50-ms")
+	b.ReportMetric(float64(c99.Milliseconds()), "docker-run-p99-ms")
+	b.ReportMetric(float64(p50)/float64(c50), "ratio-p50")
+	b.Logf("runner p50 %s p99 %s; docker run p50 %s p99 %s (n=%d)", p50, p99, c50, c99, len(ours))
+}
+
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(d)
+	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]
+}
