@@ -25,8 +25,13 @@ const (
 	LabelWorker = "org.visor.sandbox.worker" // the worker that created it
 )
 
-// removeWithin bounds the force-removal of a container once its run is over.
-const removeWithin = 5 * time.Second
+// removeWithin bounds the force-removal of a container once its run is
+// over; engineOp bounds a create or a start, which a cancel does not cut
+// short.
+const (
+	removeWithin = 5 * time.Second
+	engineOp     = 30 * time.Second
+)
 
 // Run runs p in a fresh container and removes it, and the script's
 // directory, before returning. See sandbox.Runner for the error contract.
@@ -46,16 +51,19 @@ func (r *Runner) Run(ctx context.Context, p sandbox.Program) (sandbox.Result, er
 	}
 	defer os.RemoveAll(dir)
 
-	name := "visor-sandbox-" + p.RunID.String()
-	created, err := r.cli.ContainerCreate(ctx, r.containerConfig(p), r.hostConfig(dir), nil, nil, name)
+	// A create abandoned by a cancel can still finish in the engine after
+	// a removal by name was tried, so the create itself is not cancelled:
+	// its id is known, and the deferred removal finds the container.
+	opCtx, opCancel := context.WithTimeout(context.WithoutCancel(ctx), engineOp)
+	created, err := r.cli.ContainerCreate(opCtx, r.containerConfig(p), r.hostConfig(dir), nil, nil, "visor-sandbox-"+p.RunID.String())
+	opCancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			r.remove(name) // the engine may have created it as the call was cancelled
-			return sandbox.Result{}, ctx.Err()
-		}
 		return sandbox.Result{}, sandbox.Unavailable("create_failed", p.Image, "the container could not be created", err)
 	}
 	defer r.remove(created.ID)
+	if ctx.Err() != nil {
+		return sandbox.Result{}, ctx.Err()
+	}
 	return r.run(ctx, created.ID, p)
 }
 
@@ -75,7 +83,12 @@ func (r *Runner) run(ctx context.Context, id string, p sandbox.Program) (sandbox
 
 	waited, waitErr := r.cli.ContainerWait(ctx, id, container.WaitConditionNextExit)
 	start := time.Now()
-	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	// Like the create, the start is not abandoned half way: a removal that
+	// overtook it could find the container busy starting.
+	opCtx, opCancel := context.WithTimeout(context.WithoutCancel(ctx), engineOp)
+	err = r.cli.ContainerStart(opCtx, id, container.StartOptions{})
+	opCancel()
+	if err != nil {
 		return sandbox.Result{}, r.failed(ctx, p, "start_failed", err)
 	}
 	timer := time.NewTimer(p.Timeout)
@@ -124,8 +137,8 @@ func (r *Runner) failed(ctx context.Context, p sandbox.Program, code string, err
 	return sandbox.Unavailable(code, p.Image, "the Docker Engine failed during the run", err)
 }
 
-// remove force-removes a container (by id or name), whatever the state of
-// the run's context, and logs a failure (the janitor removes what is left).
+// remove force-removes a container, whatever the state of the run's
+// context, and logs a failure (the janitor removes what is left).
 func (r *Runner) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), removeWithin)
 	defer cancel()
