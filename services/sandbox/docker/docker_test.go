@@ -324,3 +324,20 @@ func TestJanitorRemovesLeftovers(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "an old run directory is gone")
 	require.NoError(t, os.Remove(fresh), "a fresh run directory is kept")
 }
+
+func TestUnreachableEngineRunsNothing(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-engine.sock")
+	tmp := t.TempDir()
+	r, err := docker.New(docker.Config{Allowed: []string{"visor-sandbox:any"}, WorkerID: "test", TempDir: tmp},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	defer r.Close()
+	_, err = r.Run(context.Background(), sandbox.Program{Image: "visor-sandbox:any", Language: sandbox.Shell, Source: "echo ran"})
+	require.Equal(t, fault.Unavailable, fault.CodeOf(err))
+	msg := fault.Message(err)
+	require.True(t, strings.HasPrefix(msg, "Script sandbox unavailable (docker_unreachable): "), msg)
+	require.Contains(t, msg, "docker pull visor-sandbox:any")
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+}

@@ -77,3 +77,44 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	slices.Sort(d)
 	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]
 }
+
+// BenchmarkChurn runs b.N scripts, four at a time, and reports runs per
+// second; it fails if any container or run directory is left behind. In
+// "exit" every script prints and exits; in "mixed" a quarter exit, a quarter
+// hit a one-second timeout and half are cancelled at a random moment.
+func BenchmarkChurn(b *testing.B) {
+	b.Run("exit", func(b *testing.B) { churn(b, false) })
+	b.Run("mixed", func(b *testing.B) { churn(b, true) })
+}
+
+func churn(b *testing.B, mixed bool) {
+	bb := setup(b, 0)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range work {
+				ctx, cancel := context.WithCancel(context.Background())
+				p := bb.program(sandbox.Python, "import time\nprint('hi')\ntime.sleep(30)", 30*time.Second)
+				switch {
+				case !mixed || i%4 == 0:
+					p.Source = "print('hi')"
+				case i%4 == 1:
+					p.Timeout = time.Second
+				default:
+					time.AfterFunc(time.Duration(rand.IntN(1500))*time.Millisecond, cancel)
+				}
+				_, _ = bb.r.Run(ctx, p)
+				cancel()
+			}
+		})
+	}
+	start := time.Now()
+	for i := 0; b.Loop(); i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	bb.requireClean(b)
+}
