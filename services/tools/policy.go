@@ -26,6 +26,10 @@ type Subject struct {
 	Tenant    identity.Tenant
 	Agent     *identity.Agent // nil unless the principal is an employee
 	Grants    []string        // tool names (or patterns) with a live grant
+	// PolicyVersion is the tenant's policy version read just before the
+	// tenant row; every committed change that can alter a decision bumps
+	// it. -1 when the directory does not report versions.
+	PolicyVersion int64
 }
 
 func (s *Subject) server() string {

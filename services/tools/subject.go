@@ -30,8 +30,21 @@ type Subjects struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
-	tenants map[uuid.UUID]cached[identity.Tenant]
+	tenants map[uuid.UUID]cached[versioned]
 	agents  map[[2]uuid.UUID]cached[identity.Agent]
+}
+
+// versioned is a tenant row with the policy version read just before it,
+// so the row is at least as new as the version.
+type versioned struct {
+	tenant  identity.Tenant
+	version int64
+}
+
+// Versioned is what a Directory implements to let Subjects carry the
+// tenant's policy version (identity.Store does).
+type Versioned interface {
+	PolicyVersion(ctx context.Context, tenantID uuid.UUID) (int64, error)
 }
 
 type cached[T any] struct {
@@ -43,7 +56,7 @@ type cached[T any] struct {
 // NoGrants{}.
 func NewSubjects(dir Directory, grants Grants, ttl time.Duration) *Subjects {
 	return &Subjects{dir: dir, grants: grants, ttl: ttl, now: time.Now,
-		tenants: map[uuid.UUID]cached[identity.Tenant]{}, agents: map[[2]uuid.UUID]cached[identity.Agent]{}}
+		tenants: map[uuid.UUID]cached[versioned]{}, agents: map[[2]uuid.UUID]cached[identity.Agent]{}}
 }
 
 // Load returns p's Subject, from the cache when it is fresh enough. An
@@ -58,11 +71,21 @@ func (s *Subjects) Fresh(ctx context.Context, p identity.Principal) (*Subject, e
 }
 
 func (s *Subjects) load(ctx context.Context, p identity.Principal, fresh bool) (*Subject, error) {
-	t, err := getCached(s, s.tenants, p.TenantID, fresh, func() (identity.Tenant, error) { return s.dir.Tenant(ctx, p.TenantID) })
+	t, err := getCached(s, s.tenants, p.TenantID, fresh, func() (versioned, error) {
+		v := int64(-1)
+		if d, ok := s.dir.(Versioned); ok {
+			var err error
+			if v, err = d.PolicyVersion(ctx, p.TenantID); err != nil {
+				return versioned{}, err
+			}
+		}
+		t, err := s.dir.Tenant(ctx, p.TenantID)
+		return versioned{tenant: t, version: v}, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	sub := &Subject{Principal: p, Tenant: t}
+	sub := &Subject{Principal: p, Tenant: t.tenant, PolicyVersion: t.version}
 	if p.Kind != identity.KindEmployee {
 		return sub, nil
 	}

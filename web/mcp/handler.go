@@ -49,6 +49,10 @@ type Options struct {
 	// Version is the build's version, sent as serverInfo.version
 	// (default "dev").
 	Version string
+	// ListCacheEntries bounds each level of the tools/list cache (visible
+	// sets by caller and policy version; encoded pages by set); default
+	// DefaultListCacheEntries.
+	ListCacheEntries int
 	// Metrics, when set, count tool calls per tool and outcome.
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -68,6 +72,7 @@ type Handler struct {
 	modern    http.Handler // 2026-07-28, stateless
 	sessions  sessions
 	listTools []*sdk.Tool // wire form of each registry tool, by registry order
+	lists     *listCache
 
 	closeOnce sync.Once
 	closing   chan struct{} // closed by Close: held streams end
@@ -98,7 +103,8 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 		opts.Version = "dev"
 	}
 	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
-		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{})}
+		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{}),
+		lists: newListCache(opts.ListCacheEntries)}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))

@@ -87,9 +87,10 @@ func (h *Handler) wireTool(t *tools.Tool) *sdk.Tool {
 }
 
 // list answers tools/list: exactly the tools the policy shows the caller, in
-// registry (name) order, a page at a time behind an opaque cursor.
+// registry (name) order, a page at a time behind an opaque cursor. The
+// visible set and the encoded page come from the list cache (listcache.go).
 func (h *Handler) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Result, error) {
-	p, _, ok := principalOf(req)
+	p, pk, ok := principalOf(req)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: tools.CodeRefused, Message: "no caller identity"}
 	}
@@ -105,19 +106,24 @@ func (h *Handler) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 		}
 		after = strings.TrimPrefix(string(raw), "after:")
 	}
-	all := h.reg.All()
-	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
-	res := &sdk.ListToolsResult{Tools: make([]*sdk.Tool, 0, min(len(all)-i, h.opts.PageSize))}
-	for ; i < len(all) && len(res.Tools) < h.opts.PageSize; i++ {
-		if h.reg.Decide(sub, all[i], nil).Visible() {
-			res.Tools = append(res.Tools, h.listTools[i])
-		}
+	k := pageKey{tenant: p.TenantID, set: h.visibleSet(sub), after: after}
+	if pk != nil {
+		k.era = pk.Params.Meta.Version
 	}
-	if len(res.Tools) == h.opts.PageSize && i < len(all) {
-		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("after:" + all[i-1].Name))
+	pg, err := h.page(k)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
-	res.CacheScope, res.TTLMs = "private", int(h.opts.ListTTL.Milliseconds())
-	return res, nil
+	return pg, nil
+}
+
+// sortSearch returns the index of the first tool named after after.
+func sortSearch(all []*tools.Tool, after string) int {
+	return sort.Search(len(all), func(i int) bool { return all[i].Name > after })
+}
+
+func encodeCursor(after string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("after:" + after))
 }
 
 // rpcError maps a fault to a JSON-RPC error, in the one place this edge does.
