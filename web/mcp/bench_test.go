@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,8 +47,21 @@ func benchEcho(_ context.Context, c tools.Call) (*tools.Result, error) {
 }
 
 func benchRegistry(ids *identity.Service, store *postgres.IdentityStore, db *postgres.DB) *tools.Registry {
+	return benchRegistrySized(ids, store, db, 0)
+}
+
+// benchRegistrySized is benchRegistry with extra synthetic tools, each with
+// a description and two parameters, to list a catalog of a real size.
+func benchRegistrySized(ids *identity.Service, store *postgres.IdentityStore, db *postgres.DB, extra int) *tools.Registry {
 	reg := catalog.New(agents.NewService(ids, store, postgres.NewReservationStore(db)),
 		catalog.FamilyFunc(func(r *tools.Registry) {
+			for i := range extra {
+				r.Register(tools.Tool{Name: fmt.Sprintf("synthetic_%03d", i), Family: "bench", Scope: identity.ScopeToolsRead,
+					Description: "A synthetic tool that stands in for one of a full catalog's tools in the list benchmark.",
+					Params: []tools.Param{{Name: "text", Type: "string", Description: "Text to echo."},
+						{Name: "count", Type: "integer", Description: "How many times."}},
+					Handler: benchEcho, Annotations: tools.Annotations{ReadOnly: true}})
+			}
 			r.Register(tools.Tool{Name: "bench_echo", Family: "bench", Scope: identity.ScopeToolsRead, Description: "Echo text.",
 				Params: []tools.Param{{Name: "text", Type: "string", Description: "Text."}}, Handler: benchEcho,
 				Annotations: tools.Annotations{ReadOnly: true}})
@@ -63,6 +77,11 @@ func benchRegistry(ids *identity.Service, store *postgres.IdentityStore, db *pos
 // and the URL of the same endpoint behind a fixed-principal middleware
 // instead of auth (to separate auth's cost from the endpoint's).
 func fullStack(b *testing.B) (url, token, noAuth string, reg *tools.Registry) {
+	return fullStackWith(b, 0, Options{})
+}
+
+// fullStackWith is fullStack with extra synthetic tools and endpoint options.
+func fullStackWith(b *testing.B, extra int, opts Options) (url, token, noAuth string, reg *tools.Registry) {
 	ctx := context.Background()
 	db := pgtest.New(b)
 	logger := slog.New(slog.DiscardHandler)
@@ -73,8 +92,8 @@ func fullStack(b *testing.B) (url, token, noAuth string, reg *tools.Registry) {
 		b.Fatal(err)
 	}
 	b.Cleanup(trail.Stop)
-	reg = benchRegistry(ids, store, db)
-	ep := New(reg, tools.NewSubjects(store, tools.NoGrants{}, time.Second), trail, live.NoStreams{}, Options{})
+	reg = benchRegistrySized(ids, store, db, extra)
+	ep := New(reg, tools.NewSubjects(store, tools.NoGrants{}, time.Second), trail, live.NoStreams{}, opts)
 	e := echo.New()
 	ep.Register(e, auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), logger).Middleware(""))
 	srv := httptest.NewServer(e)
@@ -130,8 +149,15 @@ func load(b *testing.B, url, token string, hdr map[string]string, body string) {
 // loadWith is load from the given number of goroutines.
 func loadWith(b *testing.B, workers int, url, token string, hdr map[string]string, body string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2}}
+	// Requests in flight on one session need distinct ids.
+	var ids atomic.Int64
+	session := hdr["Mcp-Session-Id"] != ""
 	send := func() error {
-		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+		msg := body
+		if session {
+			msg = strings.Replace(body, `"id":1,`, fmt.Sprintf(`"id":%d,`, ids.Add(1)), 1)
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(msg))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if token != "" {
@@ -209,4 +235,68 @@ func BenchmarkEndpoint(b *testing.B) {
 	write := strings.Replace(call, "bench_echo", "bench_write", 1)
 	b.Run("call-write/bare", func(b *testing.B) { load(b, bare, "", modernHeaders("tools/call", "bench_write"), write) })
 	b.Run("call-write/full", func(b *testing.B) { load(b, full, token, modernHeaders("tools/call", "bench_write"), write) })
+}
+
+// BenchmarkListCatalog lists a catalog of about 90 tools at 1, 8 and 16
+// concurrent clients in both eras (2026-07-28 stateless, 2025-11-25 in a
+// session), with the tools/list cache on ("full"), with it off ("uncached":
+// the policy runs and the page is encoded on every request), and from a
+// bare go-sdk server holding the same tools, all in one run so that the
+// ratios hold on a loaded machine.
+//
+//	go test ./web/mcp -run '^$' -bench ListCatalog -benchtime 2000x
+func BenchmarkListCatalog(b *testing.B) {
+	const extra = 80 // plus the catalog's own and the two bench tools: about 90
+	full, token, _, reg := fullStackWith(b, extra, Options{})
+	uncached, token2, _, _ := fullStackWith(b, extra, Options{ListCacheEntries: -1})
+	bare := bareServer(b, reg)
+	b.Logf("catalog: %d tools", len(reg.All()))
+	modernList := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+	legacyList := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
+	legacy := func(url, token string) map[string]string {
+		if token == "" { // the bare server is stateless: no session to open
+			return map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
+		}
+		return map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Session-Id": benchSession(b, url, token, "2025-11-25")}
+	}
+	for _, workers := range []int{1, 8, 16} {
+		for _, srv := range []struct{ name, url, token string }{{"bare", bare, ""}, {"uncached", uncached, token2}, {"full", full, token}} {
+			b.Run(fmt.Sprintf("modern/c%d/%s", workers, srv.name), func(b *testing.B) {
+				loadWith(b, workers, srv.url, srv.token, modernHeaders("tools/list", ""), modernList)
+			})
+			hdr := legacy(srv.url, srv.token)
+			b.Run(fmt.Sprintf("legacy/c%d/%s", workers, srv.name), func(b *testing.B) {
+				loadWith(b, workers, srv.url, srv.token, hdr, legacyList)
+			})
+		}
+	}
+}
+
+// benchSession opens a legacy session on url and returns its id.
+func benchSession(b *testing.B, url, token, version string) string {
+	post := func(hdr map[string]string, body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post(nil, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, version))
+	id := resp.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		b.Fatalf("initialize: status %d, no session", resp.StatusCode)
+	}
+	if r := post(map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": version}, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.StatusCode != http.StatusAccepted {
+		b.Fatalf("initialized: status %d", r.StatusCode)
+	}
+	return id
 }

@@ -51,7 +51,8 @@ type Options struct {
 	Version string
 	// ListCacheEntries bounds each level of the tools/list cache (visible
 	// sets by caller and policy version; encoded pages by set); default
-	// DefaultListCacheEntries.
+	// DefaultListCacheEntries. Negative turns the cache off (every list
+	// runs the policy and encodes its page), for comparison.
 	ListCacheEntries int
 	// Metrics, when set, count tool calls per tool and outcome.
 	Metrics *Metrics

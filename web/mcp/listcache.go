@@ -32,6 +32,7 @@ import (
 // A subject whose directory reports no version (PolicyVersion -1) is
 // decided afresh every time; its page bytes are still shared.
 type listCache struct {
+	off       bool                 // ListCacheEntries < 0: decide and encode every time (for comparison)
 	decisions *lru[string, string] // decision key -> set membership
 	pages     *lru[pageKey, *listPage]
 }
@@ -57,7 +58,10 @@ type listPage struct {
 func (p *listPage) MarshalJSON() ([]byte, error) { return p.raw, nil }
 
 func newListCache(entries int) *listCache {
-	if entries <= 0 {
+	if entries < 0 {
+		return &listCache{off: true}
+	}
+	if entries == 0 {
 		entries = DefaultListCacheEntries
 	}
 	return &listCache{decisions: newLRU[string, string](entries), pages: newLRU[pageKey, *listPage](entries)}
@@ -95,6 +99,9 @@ func decisionKey(sub *tools.Subject) string {
 // the cache when the policy has already decided it for this key.
 func (h *Handler) visibleSet(sub *tools.Subject) string {
 	key := decisionKey(sub)
+	if h.lists.off {
+		key = ""
+	}
 	if key != "" {
 		if set, ok := h.lists.decisions.get(key); ok {
 			return set
@@ -118,8 +125,10 @@ func (h *Handler) visibleSet(sub *tools.Subject) string {
 // page returns the page of set that follows the tool named after, built
 // and encoded on first use.
 func (h *Handler) page(k pageKey) (*listPage, error) {
-	if pg, ok := h.lists.pages.get(k); ok {
-		return pg, nil
+	if !h.lists.off {
+		if pg, ok := h.lists.pages.get(k); ok {
+			return pg, nil
+		}
 	}
 	all := h.reg.All()
 	i := sortSearch(all, k.after)
@@ -133,6 +142,9 @@ func (h *Handler) page(k pageKey) (*listPage, error) {
 		res.NextCursor = encodeCursor(all[i-1].Name)
 	}
 	res.CacheScope, res.TTLMs = "private", int(h.opts.ListTTL.Milliseconds())
+	if h.lists.off {
+		return &listPage{ListToolsResult: res}, nil
+	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, err

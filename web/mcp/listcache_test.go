@@ -163,4 +163,3 @@ func TestListCacheIsBounded(t *testing.T) {
 	}
 	require.Equal(t, 2, c.len())
 }
-

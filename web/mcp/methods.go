@@ -114,6 +114,9 @@ func (h *Handler) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Resu
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
+	if pg.raw == nil {
+		return pg.ListToolsResult, nil // the cache is off
+	}
 	return pg, nil
 }
 
