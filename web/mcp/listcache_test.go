@@ -4,13 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
@@ -21,8 +24,9 @@ import (
 // listStack is the endpoint on real Postgres with no Subject cache, so the
 // tools/list cache is the only cache between a change and the next list.
 type listStack struct {
-	h   *Handler
-	ids *identity.Service
+	h      *Handler
+	ids    *identity.Service
+	grants *grants.Service
 }
 
 func newListStack(t *testing.T, entries int) listStack {
@@ -30,9 +34,10 @@ func newListStack(t *testing.T, entries int) listStack {
 	store := postgres.NewIdentityStore(db)
 	ids := identity.NewService(store, changes.Discard{}, slog.New(slog.DiscardHandler))
 	reg := benchRegistry(ids, store, db)
-	h := New(reg, tools.NewSubjects(store, tools.NoGrants{}, 0), &audit.Memory{}, live.NoStreams{},
+	gs := grants.NewService(postgres.NewGrantStore(db), store, changes.Discard{}, tools.Match, slog.New(slog.DiscardHandler))
+	h := New(reg, tools.NewSubjects(store, gs, 0), &audit.Memory{}, live.NoStreams{},
 		Options{PageSize: 3, ListCacheEntries: entries})
-	return listStack{h: h, ids: ids}
+	return listStack{h: h, ids: ids, grants: gs}
 }
 
 func (s listStack) employee(t *testing.T, tenant identity.Tenant, name string) identity.Principal {
@@ -100,6 +105,24 @@ func TestListCacheServesAChangeOnTheNextList(t *testing.T) {
 	require.NoError(t, err)
 	reverted, _ := s.listAll(t, p)
 	require.Equal(t, before, reverted)
+
+	// A scoped tool is hidden until a grant, which is on the next list,
+	// and hidden again once the grant is revoked.
+	_, err = s.ids.UpdateAgent(ctx, tenant.ID, p.AgentID, func(a *identity.Agent) error {
+		a.Settings.Capabilities.ScopedTools = []string{"bench_echo"}
+		return nil
+	})
+	require.NoError(t, err)
+	scoped, _ := s.listAll(t, p)
+	require.NotContains(t, scoped, "bench_echo")
+	g, err := s.grants.Grant(ctx, tenant.ID, p.AgentID, "bench_echo", uuid.Nil, time.Hour, "test")
+	require.NoError(t, err)
+	granted, _ := s.listAll(t, p)
+	require.Equal(t, before, granted)
+	_, err = s.grants.Revoke(ctx, tenant.ID, g.ID, "test")
+	require.NoError(t, err)
+	revoked, _ := s.listAll(t, p)
+	require.NotContains(t, revoked, "bench_echo")
 
 	// A tenant settings edit bumps the version too: the next list decides
 	// afresh rather than reuse the last decision.
