@@ -21,8 +21,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 var (
@@ -36,13 +34,24 @@ var (
 func Image(t testing.TB) string {
 	t.Helper()
 	if out, derr := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); derr != nil {
-		pgtest.Unavailable(t, "Docker Engine", &cmdError{derr, out})
+		unavailable(t, &cmdError{derr, out})
 	}
 	once.Do(func() { image, err = build() })
 	if err != nil {
 		t.Fatalf("build the sandbox image: %v", err)
 	}
 	return image
+}
+
+// unavailable skips the test loudly, or fails it under
+// VISOR_TEST_REQUIRE_SERVICES=1. (The same rule as pgtest's; a services
+// package may not import storage helpers.)
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("VISOR_TEST_REQUIRE_SERVICES") == "1" {
+		t.Fatalf("Docker Engine is required (VISOR_TEST_REQUIRE_SERVICES=1) but unavailable: %v", err)
+	}
+	t.Skipf("SKIPPED: Docker Engine unavailable (%v); set VISOR_TEST_REQUIRE_SERVICES=1 to make this a failure", err)
 }
 
 func build() (string, error) {
