@@ -43,7 +43,8 @@ func NewGate(caps Caps) *Gate {
 }
 
 // Acquire waits until a run of employee in tenant may start, and returns the
-// function that ends it (call it exactly once) and how long the run waited.
+// function that ends it (call it any number of times; the first ends the
+// run) and how long the run waited in the queue (zero when it did not).
 // When ctx ends first it returns ctx's error and nothing is held.
 func (g *Gate) Acquire(ctx context.Context, tenant, employee uuid.UUID) (release func(), waited time.Duration, err error) {
 	start := time.Now()
@@ -52,6 +53,11 @@ func (g *Gate) Acquire(ctx context.Context, tenant, employee uuid.UUID) (release
 	g.queue = append(g.queue, w)
 	g.admit()
 	g.mu.Unlock()
+	select {
+	case <-w.admitted:
+		return g.releaser(w), 0, nil // never queued
+	default:
+	}
 	select {
 	case <-w.admitted:
 		return g.releaser(w), time.Since(start), nil

@@ -65,6 +65,7 @@ func (l Language) FileName() string {
 // Program is one run: whose it is, what image, and the script.
 type Program struct {
 	Tenant   uuid.UUID
+	Employee uuid.UUID // the AI employee that asked, for its concurrency cap
 	RunID    uuid.UUID
 	Image    string
 	Language Language
@@ -81,10 +82,11 @@ type Result struct {
 	TimedOut  bool // killed at its timeout
 	OOMKilled bool // killed for using more than its memory
 	Duration  time.Duration
+	Waited    time.Duration // time spent queued behind a concurrency cap
 }
 
 // Note is a sentence for the caller about how the run ended, or "" for a
-// run that exited on its own with all its output.
+// run that started at once and exited on its own with all its output.
 func (r Result) Note() string {
 	var note string
 	switch {
@@ -95,6 +97,9 @@ func (r Result) Note() string {
 	}
 	if r.Cut {
 		note += fmt.Sprintf(" Output was cut at %d bytes.", ReplyCap)
+	}
+	if r.Waited > 0 {
+		note += fmt.Sprintf(" The run waited %s in a queue before it started.", r.Waited.Round(time.Millisecond))
 	}
 	if len(note) > 0 && note[0] == ' ' {
 		note = note[1:]

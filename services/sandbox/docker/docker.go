@@ -33,6 +33,9 @@ type Config struct {
 	// Memory overrides sandbox.Memory (bytes); zero keeps it. Tests use a
 	// small value to reach the limit quickly.
 	Memory int64
+	// Gate, when set, caps concurrent runs; a run waits in its queue
+	// before anything is created.
+	Gate *sandbox.Gate
 }
 
 // Runner runs programs in containers. It is safe for concurrent use.

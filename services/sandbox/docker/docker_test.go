@@ -341,3 +341,28 @@ func TestUnreachableEngineRunsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries)
 }
+
+func TestARunQueuedBehindTheCapSaysHowLongItWaited(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	r, err := docker.New(docker.Config{Allowed: []string{b.image}, WorkerID: b.worker, TempDir: b.tmp,
+		Gate: sandbox.NewGate(sandbox.Caps{Worker: 1, Tenant: 1, Employee: 1})},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	defer r.Close()
+	first := make(chan sandbox.Result, 1)
+	go func() {
+		res, _ := r.Run(context.Background(), b.program(sandbox.Shell, "sleep 1; echo first", 0))
+		first <- res
+	}()
+	require.Eventually(t, func() bool { return len(b.containers(t)) == 1 }, 30*time.Second, 10*time.Millisecond)
+	second, err := r.Run(context.Background(), b.program(sandbox.Shell, "echo second", 0))
+	require.NoError(t, err)
+	res := <-first
+	require.Equal(t, "first\n", res.Output)
+	require.Zero(t, res.Waited)
+	require.Equal(t, "second\n", second.Output)
+	require.Greater(t, second.Waited, 100*time.Millisecond)
+	require.Contains(t, second.Note(), "waited")
+	require.Contains(t, second.Note(), "in a queue before it started")
+}

@@ -42,6 +42,22 @@ func (r *Runner) Run(ctx context.Context, p sandbox.Program) (sandbox.Result, er
 	if err := r.check(ctx, p); err != nil {
 		return sandbox.Result{}, err
 	}
+	var waited time.Duration
+	if r.cfg.Gate != nil {
+		release, w, err := r.cfg.Gate.Acquire(ctx, p.Tenant, p.Employee)
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		defer release()
+		waited = w
+	}
+	res, err := r.runIn(ctx, p)
+	res.Waited = waited
+	return res, err
+}
+
+// runIn runs p once it may start: its directory, its container, its run.
+func (r *Runner) runIn(ctx context.Context, p sandbox.Program) (sandbox.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, sandbox.HardCap)
 	defer cancel()
 
