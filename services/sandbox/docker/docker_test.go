@@ -366,3 +366,22 @@ func TestARunQueuedBehindTheCapSaysHowLongItWaited(t *testing.T) {
 	require.Contains(t, second.Note(), "waited")
 	require.Contains(t, second.Note(), "in a queue before it started")
 }
+
+func TestJanitorServiceSweepsItsWorkersLeftoversAtStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	c, err := b.r.Client().ContainerCreate(ctx, &container.Config{
+		Image: b.image, Cmd: []string{"sleep", "60"},
+		Labels: map[string]string{docker.LabelOwner: "1", docker.LabelWorker: b.worker},
+	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	require.NoError(t, err)
+	require.NoError(t, b.r.Client().ContainerStart(ctx, c.ID, container.StartOptions{}))
+
+	j := docker.NewJanitor(b.r, time.Hour)
+	require.NoError(t, j.Start(ctx))
+	require.Error(t, j.Start(ctx), "a second start is refused")
+	require.Eventually(t, func() bool { return len(b.containers(t)) == 0 }, 10*time.Second, 20*time.Millisecond)
+	j.Stop()
+	j.Stop()
+}
