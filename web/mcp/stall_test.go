@@ -167,9 +167,9 @@ func TestAStalledClientStallsNobodyElse(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	// Both stalled streams are gone. The hub counts the failed writes it
-	// saw; a stream whose connection broke first may end on its own.
-	require.Eventually(t, func() bool { return r.hub.Stats().Dropped >= 1 }, 5*time.Second, 10*time.Millisecond)
+	// Both stalled streams are gone. (Stats.Dropped counts the failed
+	// writes the hub saw; a stream whose connection net/http found broken
+	// first ends on its own, uncounted.)
 	for range 10 {
 		r.change()
 		select {
