@@ -16,11 +16,13 @@ import (
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/lifecycle"
+	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
@@ -44,6 +46,8 @@ type app struct {
 	grants *grants.Service
 	// board is the task board (tasks, routines, reminders, hand-offs).
 	board *board.Service
+	// duties are the continuous responsibilities of AI employees.
+	duties *responsibilities.Service
 	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
 	// jobs; bell wakes this replica's long-polls.
 	rounds *rounds.Service
@@ -124,6 +128,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 		return nil, err
 	}
 	a.board = a.newBoard()
+	a.duties = responsibilities.NewService(postgres.NewResponsibilityStore(a.db), agents.NewDelegation(a.stores.identity))
 	return a, nil
 }
 
