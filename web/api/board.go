@@ -225,17 +225,23 @@ func (r Board) createTask(c echo.Context) error {
 	return c.JSON(http.StatusCreated, t)
 }
 
+// missing names the record a store lookup did not find, by kind and id;
+// any other error passes through.
+func missing(err error, kind string, id uuid.UUID) error {
+	if fault.Is(err, fault.NotFound) {
+		return fault.New(fault.NotFound, "no %s has id %s", kind, id)
+	}
+	return err
+}
+
 func (r Board) getTask(c echo.Context) error {
 	id, err := pathID(c, "task")
 	if err != nil {
 		return err
 	}
 	t, err := r.svc.Store().Task(c.Request().Context(), tenant(c).ID, id)
-	if fault.Is(err, fault.NotFound) {
-		return fault.New(fault.NotFound, "no task has id %s", id)
-	}
 	if err != nil {
-		return err
+		return missing(err, "task", id)
 	}
 	return c.JSON(http.StatusOK, t)
 }
@@ -324,10 +330,7 @@ func (r Board) listActivity(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if _, err := r.svc.Store().Task(ctx, tenant(c).ID, id); err != nil {
-		if fault.Is(err, fault.NotFound) {
-			return fault.New(fault.NotFound, "no task has id %s", id)
-		}
-		return err
+		return missing(err, "task", id)
 	}
 	as, err := r.svc.Store().ListActivity(ctx, tenant(c).ID, id, after, page.Limit+1)
 	if err != nil {

@@ -259,11 +259,8 @@ func (r Board) getReminder(c echo.Context) error {
 		return err
 	}
 	rem, err := r.svc.Store().Reminder(c.Request().Context(), tenant(c).ID, id)
-	if fault.Is(err, fault.NotFound) {
-		return fault.New(fault.NotFound, "no reminder has id %s", id)
-	}
 	if err != nil {
-		return err
+		return missing(err, "reminder", id)
 	}
 	return c.JSON(http.StatusOK, rem)
 }
