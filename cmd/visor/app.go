@@ -19,6 +19,7 @@ import (
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/lifecycle"
@@ -48,6 +49,8 @@ type app struct {
 	board *board.Service
 	// duties are the continuous responsibilities of AI employees.
 	duties *responsibilities.Service
+	// computer is computer use: browser sessions and workspaces.
+	computer *computer.Service
 	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
 	// jobs; bell wakes this replica's long-polls.
 	rounds *rounds.Service
@@ -129,6 +132,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	}
 	a.board = a.newBoard()
 	a.duties = responsibilities.NewService(postgres.NewResponsibilityStore(a.db), agents.NewDelegation(a.stores.identity))
+	a.computer = a.newComputer()
 	return a, nil
 }
 

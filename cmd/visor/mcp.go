@@ -29,6 +29,7 @@ func (a *app) families() []catalog.Family {
 		a.grants,
 		a.board,
 		a.duties,
+		a.computer,
 	}
 }
 

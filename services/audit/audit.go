@@ -52,7 +52,10 @@ type Entry struct {
 	Source        string        `json:"source"`           // Source*; "" is SourceMCP
 	Action        string        `json:"action,omitempty"` // operator actions: e.g. "updateMember"
 	Object        string        `json:"object,omitempty"` // operator actions: e.g. "member:<id>"
-	Change        string        `json:"change,omitempty"` // operator actions: the change, secrets masked
+	// Change is, for an operator action, the change with secrets masked;
+	// for a tool call, the summary its secret parameters leave (a
+	// character count, a host, a keyed hash; tools.AuditNote), or "".
+	Change string `json:"change,omitempty"`
 }
 
 // Recorder writes audit rows.

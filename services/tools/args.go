@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/visorhq/visor/services/fault"
 )
@@ -44,6 +47,10 @@ func (r *Registry) CheckArgs(t *Tool, args map[string]any) error {
 		p, ok := declared[name]
 		if !ok {
 			return fault.New(fault.Invalid, "unknown parameter %s", name)
+		}
+		if t.StringScalars {
+			v = fromString(v, p.Type)
+			args[name] = v
 		}
 		if p.Type == "integer" {
 			n, ok := v.(json.Number)
@@ -113,6 +120,63 @@ func integer(n string) (int64, error) {
 		return 0, errRange
 	}
 	return i, nil
+}
+
+var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// fromString reads "12" as the number 12 for an integer parameter and
+// "true"/"false" as a boolean for a boolean one; anything else is returned
+// as it is, for CheckArgs to refuse.
+func fromString(v any, typ string) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	switch typ {
+	case "integer":
+		if len(s) <= 64 && jsonNumberRE.MatchString(s) {
+			return json.Number(s)
+		}
+	case "boolean":
+		switch s {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+	}
+	return v
+}
+
+// AuditNote returns what the audit row keeps of t's secret parameters in
+// args: a character count, a host or a keyed hash, as each declares, as a
+// JSON object; "" when there is nothing to keep.
+func (r *Registry) AuditNote(t *Tool, tenantKey string, args map[string]any) string {
+	note := map[string]any{}
+	for _, p := range r.Target(t).Params {
+		v, ok := args[p.Name].(string)
+		if !ok || !p.Secret {
+			continue
+		}
+		switch p.Audit {
+		case AuditChars:
+			note[p.Name+"_chars"] = utf8.RuneCountInString(v)
+		case AuditHash:
+			sum := sha256.Sum256([]byte(tenantKey + "\x00" + v))
+			note[p.Name+"_sha256"] = hex.EncodeToString(sum[:])
+		case AuditHost:
+			if u, err := url.Parse(v); err == nil && u.Hostname() != "" {
+				note[p.Name+"_host"] = strings.ToLower(u.Hostname())
+			} else {
+				note[p.Name+"_host"] = ""
+			}
+		}
+	}
+	if len(note) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(note)
+	return string(b)
 }
 
 func hasType(v any, typ string) bool {

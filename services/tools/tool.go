@@ -25,7 +25,21 @@ type Param struct {
 	// Secret marks a value that never reaches the audit trail, not even in
 	// the arguments digest.
 	Secret bool
+	// Audit, for a Secret parameter, is the harmless summary of its value
+	// the audit row keeps instead (AuditNote).
+	Audit AuditAs
 }
+
+// AuditAs says what the audit row keeps of a secret parameter's value.
+type AuditAs string
+
+// The summaries a secret parameter may leave in the audit row.
+const (
+	AuditNothing AuditAs = ""
+	AuditChars   AuditAs = "chars" // its length in characters
+	AuditHash    AuditAs = "hash"  // a SHA-256 of it, keyed by the tenant
+	AuditHost    AuditAs = "host"  // a URL's host, nothing else of it
+)
 
 // Annotations are the MCP tool annotations. Nil pointers are left unsaid.
 type Annotations struct {
@@ -61,6 +75,9 @@ type Tool struct {
 	// alias declares no handler or params: it is listed with a
 	// "[deprecated → new]" prefix and dispatches to the new tool.
 	DeprecatedFor string
+	// StringScalars lets integer and boolean parameters also arrive as
+	// strings ("12", "true"/"false"); CheckArgs converts them.
+	StringScalars bool
 }
 
 // Call is one invocation of a tool, after the policy allowed it.
@@ -78,9 +95,17 @@ func (c Call) Principal() identity.Principal { return c.Subject.Principal }
 
 // Result is what a handler returns on success. Text is what the model
 // reads; Structured, when non-nil, is sent as structuredContent too.
+// Images, when any, are sent as image content blocks before the text.
 type Result struct {
 	Text       string
 	Structured any
+	Images     []Image
+}
+
+// Image is one image content block.
+type Image struct {
+	MIMEType string // e.g. image/png
+	Data     []byte
 }
 
 // Handler runs a tool. An error carrying a fault code the caller can act on

@@ -89,6 +89,7 @@ func (h *Handler) decide(ctx context.Context, p identity.Principal, params *sdk.
 	}
 	args, argErr := tools.DecodeArgs(params.Arguments)
 	e.ArgsDigest = h.reg.Digest(tool, args)
+	e.Change = h.reg.AuditNote(tool, p.TenantID.String(), args)
 	if d := h.reg.Decide(sub, tool, args); !d.Allowed {
 		res, rerr := refused(e, d)
 		return nil, res, rerr
@@ -133,7 +134,11 @@ func (h *Handler) run(ctx context.Context, c *allowedCall, e *audit.Entry) (*sdk
 		return h.toolError(e, err), nil
 	}
 	e.Outcome = audit.OutcomeOK
-	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: out.Text}}}
+	res := &sdk.CallToolResult{}
+	for _, img := range out.Images {
+		res.Content = append(res.Content, &sdk.ImageContent{MIMEType: img.MIMEType, Data: img.Data})
+	}
+	res.Content = append(res.Content, &sdk.TextContent{Text: out.Text})
 	if out.Structured != nil {
 		res.StructuredContent = out.Structured
 	}

@@ -1,0 +1,3 @@
+DROP TABLE computer_sessions;
+DROP TABLE computer_workspace_files;
+DROP TABLE computer_workspaces;

@@ -1,0 +1,56 @@
+package computer
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/visorhq/visor/services/fault"
+)
+
+// Workspace path rules.
+const (
+	MaxPathDepth = 4
+	MaxPathBytes = 512
+)
+
+// CheckPath checks a workspace file path: relative, at most MaxPathDepth
+// levels, each segment made of letters, digits, inner spaces and
+// -_.()（） only, and no segment that is "." or "..".
+func CheckPath(p string) error {
+	bad := func(why string) error {
+		return fault.New(fault.Invalid, "path %s; paths are relative, at most %d levels, of letters, digits, inner spaces and -_.()（） only", why, MaxPathDepth)
+	}
+	if p == "" || len(p) > MaxPathBytes {
+		return bad("must be 1-512 bytes")
+	}
+	segs := strings.Split(p, "/")
+	if len(segs) > MaxPathDepth {
+		return bad("is too deep")
+	}
+	for _, s := range segs {
+		switch {
+		case s == "":
+			return bad("has an empty segment (leading, trailing or doubled /)")
+		case s == "." || s == "..":
+			return bad("may not contain . or .. segments")
+		case s[0] == ' ' || s[len(s)-1] == ' ':
+			return bad("has a segment that starts or ends with a space")
+		}
+		for _, r := range s {
+			if !pathRune(r) {
+				return bad("has a character that is not allowed")
+			}
+		}
+	}
+	return nil
+}
+
+func pathRune(r rune) bool {
+	switch {
+	case unicode.IsLetter(r), unicode.IsDigit(r):
+		return true
+	case strings.ContainsRune(" -_.()（）", r):
+		return true
+	}
+	return false
+}

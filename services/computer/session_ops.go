@@ -1,0 +1,208 @@
+package computer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/fault"
+)
+
+// StartRequest is computer_session_start's arguments.
+type StartRequest struct {
+	Task          string
+	Width, Height int64
+	Workspace     string // "", "new" or a ws-… id
+}
+
+// Started is what computer_session_start reports.
+type Started struct {
+	SessionID            string     `json:"session_id"`
+	Width                int        `json:"width"`
+	Height               int        `json:"height"`
+	MaxActions           int        `json:"max_actions"`
+	IdleTimeoutSecs      int        `json:"idle_timeout_secs"`
+	EndsAt               time.Time  `json:"ends_at"`
+	HighRiskConfirmation bool       `json:"high_risk_confirmation"`
+	AllowedSites         []string   `json:"allowed_sites"`
+	Network              bool       `json:"network"`
+	WorkspaceID          string     `json:"workspace_id,omitempty"`
+	MountPath            string     `json:"mount_path,omitempty"`
+	Workspace            *Workspace `json:"workspace,omitempty"`
+}
+
+// StartSession starts the caller's one session.
+func (s *Service) StartSession(ctx context.Context, c caller, r StartRequest) (Started, error) {
+	if err := CheckViewport(r.Width, r.Height); err != nil {
+		return Started{}, err
+	}
+	if len(r.Task) > 2000 {
+		return Started{}, fault.New(fault.Invalid, "task must be at most 2000 bytes")
+	}
+	if s.driver == nil {
+		return Started{}, errNoDriver
+	}
+	if old, err := s.sessions.OpenSession(ctx, c.tenant, c.agent); err == nil {
+		if !s.expire(ctx, old) {
+			return Started{}, fault.New(fault.Conflict, "you already have session %s; call computer_session_stop first (one session per employee)", old.ID)
+		}
+	} else if !fault.Is(err, fault.NotFound) {
+		return Started{}, err
+	}
+	now := s.now()
+	sess := Session{TenantID: c.tenant, ID: uuid.New(), AgentID: c.agent, State: SessionStarting, Width: int(r.Width),
+		Height: int(r.Height), MaxActions: c.maxActions(), Allowed: c.allowed(), StartedAt: now, LastUsedAt: now}
+	if err := s.sessions.CreateSession(ctx, &sess); err != nil {
+		if fault.Is(err, fault.Conflict) {
+			return Started{}, fault.New(fault.Conflict, "you already have a session; call computer_session_stop first (one session per employee)")
+		}
+		return Started{}, err
+	}
+	out, err := s.startOn(ctx, c, &sess, r.Workspace)
+	if err != nil {
+		s.logEnd(context.WithoutCancel(ctx), sess, SessionStopped, "start failed")
+		return Started{}, err
+	}
+	return out, nil
+}
+
+func (s *Service) startOn(ctx context.Context, c caller, sess *Session, which string) (Started, error) {
+	spec := Spec{Tenant: c.tenant, Agent: c.agent, Session: sess.ID, Width: sess.Width, Height: sess.Height, Allowed: sess.Allowed}
+	out := Started{SessionID: sess.ID.String(), Width: sess.Width, Height: sess.Height, MaxActions: sess.MaxActions,
+		IdleTimeoutSecs: int(IdleTimeout / time.Second), EndsAt: sess.StartedAt.Add(SessionLifetime).UTC(),
+		AllowedSites: sess.Allowed, Network: len(sess.Allowed) > 0}
+	if which != "" {
+		w, err := s.attach(ctx, c, which, sess.ID)
+		if err != nil {
+			return Started{}, err
+		}
+		files, err := s.ws.AllFiles(ctx, c.tenant, c.agent, w.ID)
+		if err != nil {
+			return Started{}, err
+		}
+		spec.Files = files
+		if spec.Files == nil {
+			spec.Files = []File{}
+		}
+		sess.WorkspaceID = &w.ID
+		out.WorkspaceID, out.MountPath, out.Workspace = FormatWorkspaceID(w.ID), MountPath, &w
+	}
+	worker, err := s.driver.Start(ctx, spec)
+	if err != nil {
+		return Started{}, err
+	}
+	if err := s.sessions.MarkLive(ctx, c.tenant, sess.ID, worker); err != nil {
+		_ = s.driver.Stop(context.WithoutCancel(ctx), Ref{Tenant: c.tenant, Session: sess.ID, Worker: worker})
+		return Started{}, err
+	}
+	return out, nil
+}
+
+// expire ends sess when it has been idle too long or outlived its lifetime,
+// and reports whether it did.
+func (s *Service) expire(ctx context.Context, sess Session) bool {
+	now := s.now()
+	reason := ""
+	switch {
+	case now.Sub(sess.LastUsedAt) > IdleTimeout:
+		reason = fmt.Sprintf("idle for more than %s", IdleTimeout)
+	case now.Sub(sess.StartedAt) > SessionLifetime:
+		reason = fmt.Sprintf("older than %s", SessionLifetime)
+	default:
+		return false
+	}
+	if sess.Worker != "" {
+		if err := s.driver.Stop(ctx, Ref{Tenant: sess.TenantID, Session: sess.ID, Worker: sess.Worker}); err != nil && !wrapLost(err) {
+			s.log.WarnContext(ctx, "stop an expired computer-use session", "session", sess.ID, "err", err)
+		}
+	}
+	s.logEnd(ctx, sess, SessionStopped, reason)
+	return true
+}
+
+// ActResult is one action's answer.
+type ActResult struct {
+	Outcome
+	ActionsUsed int
+	MaxActions  int
+	TimeLeft    time.Duration
+}
+
+// Act performs one action in the caller's live session.
+func (s *Service) Act(ctx context.Context, c caller, a Action) (ActResult, error) {
+	if s.driver == nil {
+		return ActResult{}, errNoDriver
+	}
+	sess, err := s.liveSession(ctx, c)
+	if err != nil {
+		return ActResult{}, err
+	}
+	if a.Kind == ActNavigate {
+		if _, err := CheckURL(a.URL, sess.Allowed); err != nil {
+			return ActResult{}, err
+		}
+	}
+	if a.Counted() {
+		counted, err := s.sessions.CountAction(ctx, c.tenant, sess.ID)
+		if fault.Is(err, fault.Conflict) {
+			return ActResult{}, fault.New(fault.Conflict, "max_actions (%d) are used up for this session; stop it and start a new one", sess.MaxActions)
+		}
+		if err != nil {
+			return ActResult{}, err
+		}
+		sess = counted
+	} else if err := s.sessions.Touch(ctx, c.tenant, sess.ID); err != nil {
+		return ActResult{}, err
+	}
+	o, err := s.driver.Do(ctx, Ref{Tenant: c.tenant, Session: sess.ID, Worker: sess.Worker}, a)
+	if wrapLost(err) {
+		s.logEnd(context.WithoutCancel(ctx), sess, SessionLost, "the worker holding it is gone")
+		return ActResult{}, fault.New(fault.Unavailable, "your session %s was lost (its worker or container is gone); start a new one", sess.ID)
+	}
+	if err != nil {
+		return ActResult{}, err
+	}
+	left := max(0, sess.StartedAt.Add(SessionLifetime).Sub(s.now()))
+	return ActResult{Outcome: o, ActionsUsed: sess.ActionsUsed, MaxActions: sess.MaxActions, TimeLeft: left}, nil
+}
+
+func (s *Service) liveSession(ctx context.Context, c caller) (Session, error) {
+	sess, err := s.sessions.OpenSession(ctx, c.tenant, c.agent)
+	if fault.Is(err, fault.NotFound) {
+		return Session{}, fault.New(fault.NotFound, "you have no live session; call computer_session_start")
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	if s.expire(ctx, sess) {
+		return Session{}, fault.New(fault.NotFound, "your session ended (idle or too old); call computer_session_start")
+	}
+	if sess.State != SessionLive {
+		return Session{}, fault.New(fault.Conflict, "your session is %s; wait for it or stop it", sess.State)
+	}
+	return sess, nil
+}
+
+// StopSession stops the caller's session and removes its container.
+func (s *Service) StopSession(ctx context.Context, c caller, id string) (string, error) {
+	sess, err := s.sessions.OpenSession(ctx, c.tenant, c.agent)
+	if fault.Is(err, fault.NotFound) {
+		return "", fault.New(fault.NotFound, "you have no live session to stop")
+	}
+	if err != nil {
+		return "", err
+	}
+	if id != "" && !strings.EqualFold(id, sess.ID.String()) {
+		return "", fault.New(fault.NotFound, "session %q is not your open session", id)
+	}
+	if sess.Worker != "" && s.driver != nil {
+		if err := s.driver.Stop(ctx, Ref{Tenant: c.tenant, Session: sess.ID, Worker: sess.Worker}); err != nil && !wrapLost(err) {
+			return "", err
+		}
+	}
+	s.logEnd(context.WithoutCancel(ctx), sess, SessionStopped, "stopped by its employee")
+	return sess.ID.String(), nil
+}
