@@ -47,16 +47,16 @@ func TestCheckURL(t *testing.T) {
 	_, err = CheckURL("https://docs.test:443/", allowed)
 	require.NoError(t, err)
 	refused := map[string]string{
-		"http://shop.test/":             "only https",
-		"https://evil.test/":            "not on this AI employee's allowed_domains",
-		"https://sub.shop.test/":        "not on this AI employee's allowed_domains",
-		"https://127.0.0.1/":            "not an IP address",
-		"https://[::1]/":                "not an IP address",
-		"https://shop.test:8443/":       "port 443",
-		"https://user:pw@shop.test/":    "user name or password",
-		"https://user@shop.test/":       "user name or password",
-		"javascript:alert(1)":           "absolute https",
-		"shop.test/x":                   "absolute https",
+		"http://shop.test/":                              "only https",
+		"https://evil.test/":                             "not on this AI employee's allowed_domains",
+		"https://sub.shop.test/":                         "not on this AI employee's allowed_domains",
+		"https://127.0.0.1/":                             "not an IP address",
+		"https://[::1]/":                                 "not an IP address",
+		"https://shop.test:8443/":                        "port 443",
+		"https://user:pw@shop.test/":                     "user name or password",
+		"https://user@shop.test/":                        "user name or password",
+		"javascript:alert(1)":                            "absolute https",
+		"shop.test/x":                                    "absolute https",
 		"https://shop.test/" + strings.Repeat("a", 2000): "at most 2000 bytes",
 	}
 	for u, want := range refused {
