@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -69,11 +70,15 @@ type Handler struct {
 	log      *slog.Logger
 
 	server    *sdk.Server
-	legacy    http.Handler // stateful eras, behind the token-info bridge
-	modern    http.Handler // 2026-07-28, stateless
+	impl      *sdk.Implementation // the server's name and version, as it announces them
+	legacy    http.Handler        // stateful eras, behind the token-info bridge
+	modern    http.Handler        // 2026-07-28, stateless
 	sessions  sessions
 	listTools []*sdk.Tool // wire form of each registry tool, by registry order
 	lists     *listCache
+	// listsServed counts tools/list answers written by serveList rather
+	// than the SDK.
+	listsServed atomic.Int64
 
 	closeOnce sync.Once
 	closing   chan struct{} // closed by Close: held streams end
@@ -110,7 +115,8 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))
 	}
-	h.server = sdk.NewServer(&sdk.Implementation{Name: "visor", Version: opts.Version}, &sdk.ServerOptions{
+	h.impl = &sdk.Implementation{Name: "visor", Version: opts.Version}
+	h.server = sdk.NewServer(h.impl, &sdk.ServerOptions{
 		// Prompts and resources are declared (empty) because the SDK answers
 		// their list methods anyway; a server must not serve what it does not
 		// declare (SEP-2575).
@@ -184,8 +190,10 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		return
 	}
 	var pk peek
+	var body []byte
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+		var err error
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 		if err != nil {
 			// The limit may be this endpoint's or the server's (echo's body
 			// limit, which a chunked body meets only while it is read).
@@ -221,7 +229,7 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		r = r.WithContext(context.WithValue(r.Context(), writerKey{}, http.NewResponseController(w)))
 	}
 	if modernEra(r, &pk) {
-		if h.serveListen(w, r, p, &pk) {
+		if h.serveList(w, r, p, &pk, body) || h.serveListen(w, r, p, &pk) {
 			return
 		}
 		h.modern.ServeHTTP(w, r)

@@ -142,6 +142,12 @@ func (h *Handler) page(k pageKey) (*listPage, error) {
 		res.NextCursor = encodeCursor(all[i-1].Name)
 	}
 	res.CacheScope, res.TTLMs = "private", int(h.opts.ListTTL.Milliseconds())
+	if k.era >= "2026-07-28" {
+		// What the SDK adds to every result of this era, encoded with the
+		// page (it finds the server info present and leaves it).
+		res.ResultType = "complete"
+		res.Meta = sdk.Meta{sdk.MetaKeyServerInfo: h.impl}
+	}
 	if h.lists.off {
 		return &listPage{ListToolsResult: res}, nil
 	}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
@@ -53,11 +51,8 @@ func (s listStack) listAll(t *testing.T, p identity.Principal) ([]string, []*lis
 	var pages []*listPage
 	cursor := ""
 	for {
-		req := &sdk.ListToolsRequest{Params: &sdk.ListToolsParams{Cursor: cursor},
-			Extra: &sdk.RequestExtra{TokenInfo: &sdkauth.TokenInfo{Extra: map[string]any{"principal": p, "peek": &peek{}}}}}
-		res, err := s.h.list(context.Background(), req)
-		require.NoError(t, err)
-		pg := res.(*listPage)
+		pg, rerr := s.h.listPage(context.Background(), p, cursor, "")
+		require.Nil(t, rerr)
 		require.Equal(t, "private", pg.CacheScope)
 		pages = append(pages, pg)
 		for _, tl := range pg.Tools {

@@ -90,32 +90,48 @@ func (h *Handler) wireTool(t *tools.Tool) *sdk.Tool {
 // registry (name) order, a page at a time behind an opaque cursor. The
 // visible set and the encoded page come from the list cache (listcache.go).
 func (h *Handler) list(ctx context.Context, req *sdk.ListToolsRequest) (sdk.Result, error) {
-	p, pk, ok := principalOf(req)
+	p, _, ok := principalOf(req)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: tools.CodeRefused, Message: "no caller identity"}
 	}
+	cursor, era := "", ""
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+		// The era as the SDK read it (its _meta keys match exactly).
+		era, _ = req.Params.Meta[metaVersion].(string)
+	}
+	pg, rerr := h.listPage(ctx, p, cursor, era)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if pg.raw == nil {
+		return pg.ListToolsResult, nil // the cache is off
+	}
+	// The SDK stamps the result it is handed, so it gets its own copy of
+	// the shared page; the encoded bytes already hold what it stamps.
+	cp := *pg.ListToolsResult
+	return &listPage{ListToolsResult: &cp, raw: pg.raw}, nil
+}
+
+// listPage returns the page of p's visible set that cursor names, for the
+// era's callers. Both the SDK's path (list) and the endpoint's own
+// (serveList) answer from it.
+func (h *Handler) listPage(ctx context.Context, p identity.Principal, cursor, era string) (*listPage, *jsonrpc.Error) {
 	sub, err := h.subjects.Load(ctx, p)
 	if err != nil {
 		return nil, rpcError(err)
 	}
 	after := ""
-	if req.Params != nil && req.Params.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(req.Params.Cursor)
+	if cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
 		if err != nil || !strings.HasPrefix(string(raw), "after:") {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
 		}
 		after = strings.TrimPrefix(string(raw), "after:")
 	}
-	k := pageKey{tenant: p.TenantID, set: h.visibleSet(sub), after: after}
-	if pk != nil {
-		k.era = pk.Params.Meta.Version
-	}
-	pg, err := h.page(k)
+	pg, err := h.page(pageKey{tenant: p.TenantID, set: h.visibleSet(sub), after: after, era: era})
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
-	}
-	if pg.raw == nil {
-		return pg.ListToolsResult, nil // the cache is off
 	}
 	return pg, nil
 }
