@@ -90,8 +90,10 @@ type fixture struct {
 	tokens map[string]identity.Principal
 	agent  identity.Agent
 	ep     *Handler // the endpoint mounted last
-	// listCache is Options.ListCacheEntries of endpoints mounted after it is set.
-	listCache int
+	// listCache and sessionTimeout are Options.ListCacheEntries and
+	// Options.SessionTimeout of endpoints mounted after they are set.
+	listCache      int
+	sessionTimeout time.Duration
 }
 
 func echoTool(_ context.Context, c tools.Call) (*tools.Result, error) {
@@ -126,7 +128,8 @@ func newFixture(t *testing.T) *fixture {
 		"ext-read": {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindExternal, ClientID: "c", MemberID: uuid.New(), Scopes: []string{identity.ScopeToolsRead}},
 	}}
 	f.mount = func() string {
-		ep := New(reg, tools.NewSubjects(d, tools.NoGrants{}, 0), rec, h, Options{PageSize: 3, MaxBodyBytes: 64 << 10, ListCacheEntries: f.listCache})
+		ep := New(reg, tools.NewSubjects(d, tools.NoGrants{}, 0), rec, h, Options{PageSize: 3, MaxBodyBytes: 64 << 10, ListCacheEntries: f.listCache,
+			SessionTimeout: f.sessionTimeout})
 		f.ep = ep
 		e := echo.New()
 		ep.Register(e, func(next echo.HandlerFunc) echo.HandlerFunc { // stands in for package auth

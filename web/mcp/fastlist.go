@@ -26,17 +26,43 @@ import (
 // the SDK, which validates and answers it. It reports whether it answered.
 func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek, body []byte) bool {
 	const version = "2026-07-28"
-	if pk.Method != "tools/list" || h.lists.off || r.Header.Get("Mcp-Method") != pk.Method || r.Header.Get("Mcp-Name") != "" ||
-		r.Header.Get("Mcp-Protocol-Version") != version || pk.Params.Meta.Version != version ||
-		baseMediaType(r.Header.Get("Content-Type")) != "application/json" || !acceptsBoth(r.Header.Values("Accept")) ||
-		rebinding(r) {
+	if pk.Method != "tools/list" || r.Header.Get("Mcp-Method") != pk.Method || r.Header.Get("Mcp-Name") != "" ||
+		r.Header.Get("Mcp-Protocol-Version") != version || pk.Params.Meta.Version != version {
 		return false
 	}
-	req, ok := parseList(body)
+	req, ok := parseList(body, true)
 	if !ok || req.version != version {
 		return false
 	}
-	pg, rerr := h.listPage(r.Context(), p, req.cursor, version)
+	return h.answerList(w, r, p, req, version)
+}
+
+// serveSessionList is serveList for a tools/list in a legacy session the
+// caller owns, with the session's own protocol version in its header and
+// no _meta: the session itself holds no state a list reads or changes.
+func (h *Handler) serveSessionList(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek, body []byte, b binding) bool {
+	if pk.Method != "tools/list" {
+		return false
+	}
+	init := b.session.InitializeParams()
+	if init == nil || init.ProtocolVersion == "" || r.Header.Get("Mcp-Protocol-Version") != init.ProtocolVersion {
+		return false
+	}
+	req, ok := parseList(body, false)
+	if !ok {
+		return false
+	}
+	return h.answerList(w, r, p, req, "")
+}
+
+// answerList writes the page req names, as the SDK would, when the request
+// is one the SDK's transport accepts and the page is cached.
+func (h *Handler) answerList(w http.ResponseWriter, r *http.Request, p identity.Principal, req listRequest, era string) bool {
+	if h.lists.off || baseMediaType(r.Header.Get("Content-Type")) != "application/json" ||
+		!acceptsBoth(r.Header.Values("Accept")) || rebinding(r) {
+		return false
+	}
+	pg, rerr := h.listPage(r.Context(), p, req.cursor, era)
 	if rerr != nil || pg.raw == nil {
 		return false
 	}
@@ -71,10 +97,10 @@ type listRequest struct {
 
 // parseList reads a tools/list request with exactly the members the SDK
 // reads (matched case-sensitively, as the SDK does): jsonrpc "2.0", a plain
-// id, the method, and params with at most a string cursor and the
-// 2026-07-28 _meta (clientCapabilities an object the SDK decodes, clientInfo
-// absent or an implementation). Anything else is not ok.
-func parseList(body []byte) (listRequest, bool) {
+// id, the method, and params with at most a string cursor and, in the
+// 2026-07-28 era (modern), its _meta (clientCapabilities an object the SDK
+// decodes, clientInfo absent or an implementation). Anything else is not ok.
+func parseList(body []byte, modern bool) (listRequest, bool) {
 	var out listRequest
 	if bytes.Count(body, []byte("{"))+bytes.Count(body, []byte("[")) > 64 {
 		return out, false // deep or large: the SDK bounds nesting itself
@@ -85,16 +111,22 @@ func parseList(body []byte) (listRequest, bool) {
 		return out, false
 	}
 	out.id = top["id"]
-	var params, meta map[string]json.RawMessage
-	if json.Unmarshal(top["params"], &params) != nil || !only(params, "cursor", "_meta") ||
-		json.Unmarshal(params["_meta"], &meta) != nil ||
-		!only(meta, metaVersion, metaClientInfo, metaCapabilities) {
-		return out, false
+	var params map[string]json.RawMessage
+	if raw, ok := top["params"]; ok || modern {
+		if json.Unmarshal(raw, &params) != nil || params == nil {
+			return out, false
+		}
 	}
 	if c, ok := params["cursor"]; ok && json.Unmarshal(c, &out.cursor) != nil {
 		return out, false
 	}
-	if json.Unmarshal(meta[metaVersion], &out.version) != nil || !validMeta(meta) {
+	if !modern {
+		return out, only(params, "cursor")
+	}
+	var meta map[string]json.RawMessage
+	if !only(params, "cursor", "_meta") || json.Unmarshal(params["_meta"], &meta) != nil ||
+		!only(meta, metaVersion, metaClientInfo, metaCapabilities) ||
+		json.Unmarshal(meta[metaVersion], &out.version) != nil || !validMeta(meta) {
 		return out, false
 	}
 	return out, true
@@ -125,11 +157,8 @@ func validMeta(meta map[string]json.RawMessage) bool {
 	return true
 }
 
-// only reports whether m (which must be present) has no keys but these.
+// only reports whether m has no keys but these.
 func only(m map[string]json.RawMessage, keys ...string) bool {
-	if m == nil {
-		return false
-	}
 	n := 0
 	for _, k := range keys {
 		if _, ok := m[k]; ok {

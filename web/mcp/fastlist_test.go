@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -89,4 +90,58 @@ func TestListTheEndpointDoesNotAnswerGoesToTheSDK(t *testing.T) {
 			require.NotEmpty(t, toolNames(r.result(t)))
 		})
 	}
+}
+
+func TestSessionListAnsweredByTheEndpointIsTheSDKsAnswer(t *testing.T) {
+	f := newFixture(t)
+	for _, v := range []string{"2025-03-26", "2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			hdr := map[string]string{"Mcp-Session-Id": f.session(t, "emp", v), "Mcp-Protocol-Version": v}
+			cursor := ""
+			for page := 0; page < 5; page++ {
+				params, viaSDK := `{}`, `{"_meta":{}}` // an empty _meta, which the SDK ignores, sends it to the SDK
+				if cursor != "" {
+					params = fmt.Sprintf(`{"cursor":%q}`, cursor)
+					viaSDK = fmt.Sprintf(`{"cursor":%q,"_meta":{}}`, cursor)
+				}
+				before := f.ep.listsServed.Load()
+				fast := f.rpc(t, "emp", hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, page, params))
+				require.Equal(t, before+1, f.ep.listsServed.Load(), "answered by the endpoint")
+				slow := f.rpc(t, "emp", hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, page, viaSDK))
+				require.Equal(t, before+1, f.ep.listsServed.Load(), "answered by the SDK")
+				require.Equal(t, slow.body, fast.body)
+				require.Equal(t, slow.header.Get("Content-Type"), fast.header.Get("Content-Type"))
+				next, _ := fast.result(t)["nextCursor"].(string)
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			// Another principal presenting the session id is not answered.
+			before := f.ep.listsServed.Load()
+			r := f.rpc(t, "op", hdr, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+			require.Equal(t, http.StatusNotFound, r.status)
+			require.Equal(t, before, f.ep.listsServed.Load())
+		})
+	}
+}
+
+// A session whose only requests are lists the endpoint answers stays open;
+// an idle one is closed after the session timeout.
+func TestSessionKeptOpenByListsClosedWhenIdle(t *testing.T) {
+	f := newFixture(t)
+	f.sessionTimeout = 300 * time.Millisecond
+	f.url = f.mount()
+	hdr := map[string]string{"Mcp-Session-Id": f.session(t, "emp", "2025-11-25"), "Mcp-Protocol-Version": "2025-11-25"}
+	for i := range 10 {
+		before := f.ep.listsServed.Load()
+		r := f.rpc(t, "emp", hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i))
+		require.Equal(t, http.StatusOK, r.status, "list %d, %s", i, r.body)
+		require.Equal(t, before+1, f.ep.listsServed.Load())
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Any request restarts the timer, so only one is sent, after three
+	// timeouts without any.
+	time.Sleep(900 * time.Millisecond)
+	require.Equal(t, http.StatusNotFound, f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":99,"method":"ping"}`).status, "closed once idle")
 }

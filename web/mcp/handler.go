@@ -131,8 +131,10 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	h.server.AddSendingMiddleware(h.send)
 	bridge := sdkauth.RequireBearerToken(h.tokenInfo, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	getServer := func(*http.Request) *sdk.Server { return h.server }
+	// Idle sessions are closed by the endpoint (sessions.bind), which sees
+	// every request of a session; the SDK does not.
 	h.legacy = bridge(sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-		SessionTimeout: opts.SessionTimeout, MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger}))
+		MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger}))
 	h.modern = bridge(sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
 		Stateless: true, MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger}))
 	return h
@@ -235,7 +237,7 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		h.modern.ServeHTTP(w, r)
 		return
 	}
-	h.serveLegacy(w, r, p)
+	h.serveLegacy(w, r, p, body)
 }
 
 // modernEra reports whether r speaks 2026-07-28 (or later): by its

@@ -33,7 +33,7 @@ func (h *Handler) receive(next sdk.MethodHandler) sdk.MethodHandler {
 			res, err := next(ctx, method, req)
 			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && err == nil && ss.ID() != "" {
 				if p, _, ok := principalOf(req); ok {
-					h.sessions.bind(ss.ID(), owner(p), ss)
+					h.sessions.bind(ss.ID(), owner(p), ss, h.opts.SessionTimeout)
 				}
 			}
 			return res, err

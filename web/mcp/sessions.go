@@ -22,18 +22,65 @@ type sessions struct {
 type binding struct {
 	owner   string
 	session *sdk.ServerSession
+	idle    *idleTimer
 }
 
-func (s *sessions) bind(id, owner string, ss *sdk.ServerSession) {
+// bind records the session's owner and closes the session once no POST has
+// been served on it for timeout (none: never). The endpoint keeps this
+// timer rather than the SDK because it answers some of a session's
+// requests itself (serveSessionList), which the SDK never sees.
+func (s *sessions) bind(id, owner string, ss *sdk.ServerSession, timeout time.Duration) {
+	idle := &idleTimer{timeout: timeout}
+	if timeout > 0 {
+		idle.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
+	}
 	s.mu.Lock()
-	s.m[id] = binding{owner: owner, session: ss}
+	s.m[id] = binding{owner: owner, session: ss, idle: idle}
 	s.mu.Unlock()
 	go func() { // forget the binding when the session ends, however it ends
 		_ = ss.Wait()
+		idle.stop()
 		s.mu.Lock()
 		delete(s.m, id)
 		s.mu.Unlock()
 	}()
+}
+
+// idleTimer closes a session after a time without requests: it is paused
+// while any POST of the session is being served and restarts when the last
+// one ends.
+type idleTimer struct {
+	timeout time.Duration
+	mu      sync.Mutex
+	refs    int
+	timer   *time.Timer // nil: no timeout, or stopped for good
+}
+
+func (t *idleTimer) begin() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timer != nil && t.refs == 0 {
+		t.timer.Stop()
+	}
+	t.refs++
+}
+
+func (t *idleTimer) end() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refs--
+	if t.timer != nil && t.refs == 0 {
+		t.timer.Reset(t.timeout)
+	}
+}
+
+func (t *idleTimer) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
 }
 
 func (s *sessions) get(id string) (binding, bool) {
@@ -56,8 +103,9 @@ func (s *sessions) all() []binding {
 // serveLegacy serves the session-based eras. A session id bound to another
 // principal is answered exactly as an unknown one (404), so ids cannot be
 // probed. A request for a method the server does not have is JSON-RPC
-// -32601. A GET stream is registered with the live hub while it is open.
-func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+// -32601. A plain tools/list is answered from the list cache
+// (serveSessionList). A GET stream is registered with the live hub while it is open.
+func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity.Principal, body []byte) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
 		h.legacy.ServeHTTP(w, r)
@@ -68,8 +116,12 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	if pk, _ := r.Context().Value(peekKey{}).(*peek); r.Method == http.MethodPost && pk != nil && unknownMethod(w, pk) {
-		return
+	if r.Method == http.MethodPost {
+		b.idle.begin()
+		defer b.idle.end()
+		if pk, _ := r.Context().Value(peekKey{}).(*peek); pk != nil && (unknownMethod(w, pk) || h.serveSessionList(w, r, p, pk, body, b)) {
+			return
+		}
 	}
 	if r.Method == http.MethodGet && r.Header.Get("Last-Event-Id") == "" {
 		ctx, stop := context.WithCancel(r.Context())
