@@ -143,7 +143,11 @@ const (
 func validMeta(meta map[string]json.RawMessage) bool {
 	var caps struct {
 		sdk.ClientCapabilities
-		Roots *sdk.RootCapabilities `json:"roots,omitempty"`
+		// roots as the SDK decodes it in this era (a pointer to the
+		// same shape as the embedded value, which it shadows).
+		Roots *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		} `json:"roots,omitempty"`
 	}
 	if !isObject(meta[metaCapabilities]) || json.Unmarshal(meta[metaCapabilities], &caps) != nil {
 		return false
