@@ -1,0 +1,138 @@
+// Command visorload drives a running Visor's MCP endpoint over HTTP with
+// many principals and a mix of requests — tools/list, tools/call, held
+// subscriptions/listen streams and settings changes through the admin API —
+// and then drives a bare go-sdk server holding the same tools with the same
+// list and call mix, in the same run, and prints throughput, p50, p99,
+// p99.9 and errors for both. See docs/benchmarks.md.
+//
+//	visorload -url http://localhost:8080/t/demo/mcp -operator-key $KEY -agents 50
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "visorload:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the command line.
+type config struct {
+	url         string // the tenant's MCP endpoint
+	operatorKey string
+	agents      int
+	keys        []string
+	clients     int
+	duration    time.Duration
+	listen      int
+	mix         map[string]int
+	callTool    string
+	callArgs    string
+	bare        bool
+}
+
+func parse(args []string) (config, error) {
+	var c config
+	var keys, mix string
+	fs := flag.NewFlagSet("visorload", flag.ContinueOnError)
+	fs.StringVar(&c.url, "url", "", "the tenant's MCP endpoint, e.g. http://localhost:8080/t/demo/mcp (required)")
+	fs.StringVar(&c.operatorKey, "operator-key", "", "operator key of the tenant: creates the AI employees (-agents) and changes their settings")
+	fs.IntVar(&c.agents, "agents", 20, "AI employees to create, each with its own key (needs -operator-key)")
+	fs.StringVar(&keys, "keys", "", "comma-separated agent keys to use instead of creating employees")
+	fs.IntVar(&c.clients, "clients", 16, "concurrent clients")
+	fs.DurationVar(&c.duration, "duration", 20*time.Second, "how long each server is driven")
+	fs.IntVar(&c.listen, "listen", 100, "subscriptions/listen streams held open during the run, spread over the principals")
+	fs.StringVar(&mix, "mix", "list=70,call=25,settings=5", "weights of the request kinds (list, call, settings)")
+	fs.StringVar(&c.callTool, "call-tool", "agent_status", "the tool tools/call calls")
+	fs.StringVar(&c.callArgs, "call-args", "{}", "its arguments, a JSON object")
+	fs.BoolVar(&c.bare, "bare", true, "also drive a bare go-sdk server holding the same tools, for comparison")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.url == "" || !strings.Contains(c.url, "/t/") {
+		return c, errors.New("-url must name a tenant's MCP endpoint (…/t/{tenant}/mcp)")
+	}
+	if keys != "" {
+		c.keys = strings.Split(keys, ",")
+	} else if c.operatorKey == "" {
+		return c, errors.New("give -operator-key (to create employees) or -keys")
+	}
+	if c.clients < 1 || c.duration <= 0 || c.listen < 0 {
+		return c, errors.New("-clients must be at least 1, -duration positive and -listen not negative")
+	}
+	m, err := parseMix(mix)
+	if err != nil {
+		return c, err
+	}
+	if m["settings"] > 0 && c.operatorKey == "" {
+		return c, errors.New("settings changes need -operator-key")
+	}
+	c.mix = m
+	return c, nil
+}
+
+func parseMix(s string) (map[string]int, error) {
+	m := map[string]int{}
+	total := 0
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 0 || (k != "list" && k != "call" && k != "settings") {
+			return nil, fmt.Errorf("-mix: %q is not kind=weight with kind list, call or settings", part)
+		}
+		m[k] = n
+		total += n
+	}
+	if total == 0 {
+		return nil, errors.New("-mix: every weight is zero")
+	}
+	return m, nil
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	c, err := parse(args)
+	if err != nil {
+		return err
+	}
+	v := newVisor(c)
+	if err := v.setup(ctx); err != nil {
+		return err
+	}
+	defer v.cleanup()
+	listens := v.openListens(ctx, c.listen)
+	fmt.Fprintf(out, "visor: %s, %d principals, %d tools listed, %d listen streams open\n", c.url, len(v.keys), len(v.tools), listens.open())
+	res := drive(ctx, c.clients, c.duration, c.mix, v.op)
+	listens.close()
+	fmt.Fprintf(out, "list_changed notifications received on listen streams: %d\n\n", listens.notified())
+	report(out, "visor", res)
+	if !c.bare {
+		return nil
+	}
+	b, err := startBare(v.tools)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	mix := map[string]int{"list": c.mix["list"], "call": c.mix["call"]}
+	if mix["list"]+mix["call"] == 0 {
+		return nil
+	}
+	bres := drive(ctx, c.clients, c.duration, mix, b.op(c.callTool, c.callArgs))
+	report(out, "bare go-sdk", bres)
+	compare(out, res, bres)
+	return nil
+}
