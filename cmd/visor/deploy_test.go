@@ -168,7 +168,7 @@ func TestReleaseRecipeStampsTheVersion(t *testing.T) {
 	df, err := os.ReadFile(filepath.Join("../..", cfg.Dockers[0].Dockerfile))
 	require.NoError(t, err)
 	require.Contains(t, string(df), "COPY ${TARGETPLATFORM}/visor ")
-	require.Regexp(t, `(?m)^USER nonroot`, string(df))
+	require.Regexp(t, `(?m)^USER (nonroot|65532)(:|$)`, string(df))
 	require.ElementsMatch(t, []string{"linux/amd64", "linux/arm64"}, cfg.Dockers[0].Platforms)
 
 	license, err := os.ReadFile("../../LICENSE")
@@ -258,7 +258,9 @@ func TestExampleEnvFileListsEveryVariable(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(raw, &compose))
 	for svc, s := range compose.Services {
 		for n := range s.Environment {
-			require.True(t, documented[n] || svc == "postgres", "compose.yaml's %s sets %s, which Visor does not read", svc, n)
+			// TMPDIR places the sandbox worker's script directories (Go's
+			// os.TempDir) on the path shared with the host engine.
+			require.True(t, documented[n] || svc == "postgres" || n == "TMPDIR", "compose.yaml's %s sets %s, which Visor does not read", svc, n)
 		}
 	}
 }
@@ -292,8 +294,79 @@ func TestComposeProbesServeAndWorkerWithoutAShell(t *testing.T) {
 	}
 
 	require.NotRegexp(t, `\$\{POSTGRES_PASSWORD:?-`, string(raw), "no default database password")
-	require.Equal(t, 3, strings.Count(string(raw), "${POSTGRES_PASSWORD:?"), "the password is required wherever it is used")
+	require.Equal(t, strings.Count(string(raw), "${POSTGRES_PASSWORD"), strings.Count(string(raw), "${POSTGRES_PASSWORD:?"), "the password is required wherever it is used")
 	dockerfile, err := os.ReadFile("../../deploy/Dockerfile")
 	require.NoError(t, err)
 	require.Contains(t, string(dockerfile), "/usr/local/bin/visor", "the healthcheck runs the binary at this path")
+}
+
+// TestComposeGivesTheSocketOnlyToTheSandboxWorker: the Docker socket is
+// mounted into the sandbox worker and nowhere else, its script directory
+// has the same path on the host and in the container (the engine resolves
+// bind mounts on the host), and it waits for the migration like serve.
+func TestComposeGivesTheSocketOnlyToTheSandboxWorker(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../deploy/compose.yaml")
+	require.NoError(t, err)
+	var compose struct {
+		Services map[string]struct {
+			Volumes     []string          `yaml:"volumes"`
+			Environment map[string]string `yaml:"environment"`
+			Ports       []string          `yaml:"ports"`
+			DependsOn   map[string]struct {
+				Condition string `yaml:"condition"`
+			} `yaml:"depends_on"`
+			Healthcheck struct {
+				Test []string `yaml:"test"`
+			} `yaml:"healthcheck"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+	for name, svc := range compose.Services {
+		socket := false
+		for _, v := range svc.Volumes {
+			socket = socket || strings.Contains(v, "docker.sock")
+		}
+		require.Equal(t, name == "sandbox-worker", socket, "%s and the Docker socket", name)
+		if name != "migrate" {
+			require.NotEmpty(t, svc.Healthcheck.Test, "%s has no healthcheck", name)
+		}
+	}
+	sw := compose.Services["sandbox-worker"]
+	require.Empty(t, sw.Ports, "the sandbox worker publishes nothing")
+	require.Equal(t, "service_completed_successfully", sw.DependsOn["migrate"].Condition)
+	require.Equal(t, "service_healthy", sw.DependsOn["redis"].Condition)
+	dir := sw.Environment["TMPDIR"]
+	require.NotEmpty(t, dir, "the sandbox worker's script directory")
+	require.Contains(t, sw.Volumes, dir+":"+dir, "the script directory is mounted at the same path")
+}
+
+// TestComposeFileReadsWithBothComposeImplementations asks Debian's
+// docker-compose (1.29) and, where the docker CLI has it, Compose v2 to
+// validate and render the file.
+func TestComposeFileReadsWithBothComposeImplementations(t *testing.T) {
+	t.Parallel()
+	env := append(os.Environ(), "POSTGRES_PASSWORD=test-only", "VISOR_ENV_FILE=visor.env.example", "COMPOSE_PROJECT_NAME=visor", "COMPOSE_FILE=")
+	tools := [][]string{{"docker-compose"}}
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		pgtest.Unavailable(t, "docker-compose", err)
+	}
+	if out, err := exec.Command("docker", "compose", "version", "--short").CombinedOutput(); err == nil && strings.HasPrefix(string(out), "2.") {
+		tools = append(tools, []string{"docker", "compose"})
+	}
+	for _, tool := range tools {
+		args := append(tool[1:], "-f", "../../deploy/compose.yaml", "config")
+		cmd := exec.Command(tool[0], args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%v: %s", tool, out)
+		require.Contains(t, string(out), "sandbox-worker:", "%v", tool)
+		require.Contains(t, string(out), "service_completed_successfully", "%v", tool)
+
+		cmd = exec.Command(tool[0], args...)
+		cmd.Env = append(env[:len(env):len(env)], "POSTGRES_PASSWORD=")
+		out, err = cmd.CombinedOutput()
+		require.Error(t, err, "%v renders without a database password", tool)
+		require.Contains(t, string(out), "set POSTGRES_PASSWORD in deploy/.env", "%v", tool)
+	}
 }
