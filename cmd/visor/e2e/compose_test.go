@@ -143,7 +143,6 @@ type stack struct {
 	env     []string
 	root    string
 	base    string
-	logs    func() string
 }
 
 // compose runs the Compose CLI on the project and returns its stdout.
