@@ -131,7 +131,10 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 		return nil, err
 	}
 	a.board = a.newBoard()
-	a.duties = responsibilities.NewService(postgres.NewResponsibilityStore(a.db), agents.NewDelegation(a.stores.identity))
+	duties := postgres.NewResponsibilityStore(a.db)
+	duties.SetQueue(a.jobs)
+	a.duties = responsibilities.NewService(duties, agents.NewDelegation(a.stores.identity))
+	a.board.SetRuns(a.duties)
 	a.computer = a.newComputer()
 	return a, nil
 }

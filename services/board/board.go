@@ -72,6 +72,8 @@ const (
 	FromReminder Origin = "reminder"
 	FromMessage  Origin = "message"
 	FromSpawn    Origin = "spawn"
+	// FromDuty is the task of a continuous responsibility's run.
+	FromDuty Origin = "responsibility"
 )
 
 // Task is one card on the board.

@@ -79,6 +79,15 @@ const (
 	ByOperator RunReason = "operator"
 )
 
+// Valid reports whether r is a known reason.
+func (r RunReason) Valid() bool {
+	switch r {
+	case BySchedule, ByFollowup, ByAnswer, ByEvent, ByOperator:
+		return true
+	}
+	return false
+}
+
 // Run is one occurrence of a responsibility.
 type Run struct {
 	ID               uuid.UUID  `json:"id"`
@@ -89,9 +98,15 @@ type Run struct {
 	Reason           RunReason  `json:"reason"`
 	OpenedAt         time.Time  `json:"opened_at"`
 	ClosedAt         *time.Time `json:"closed_at,omitempty"`
-	// CostCents is what the runtime reported; nil for a run still open or
-	// one whose cost was not counted.
+	// CostCents sums what the runtime reported for the run's round; nil
+	// while it reported nothing.
 	CostCents *int64 `json:"cost_cents,omitempty"`
+	// Reports counts the runtime's spend reports.
+	Reports int `json:"reports"`
+	// WakeupID is the wake-up that delivered the run's round.
+	WakeupID uuid.UUID `json:"wakeup_id,omitzero"`
+	// NotCounted is CostNotCounted, for readers of the JSON.
+	NotCounted bool `json:"cost_not_counted"`
 }
 
 // CostNotCounted reports whether the run closed without a reported cost.
@@ -180,6 +195,7 @@ type Armer struct {
 // Store persists responsibilities. Every method takes the tenant
 // explicitly; another tenant's row is fault.NotFound, like a missing one.
 type Store interface {
+	RunStore
 	CreateResponsibility(ctx context.Context, r *Responsibility) error
 	Responsibility(ctx context.Context, tenantID, id uuid.UUID) (Responsibility, error)
 	ListResponsibilities(ctx context.Context, tenantID uuid.UUID, f Filter) ([]Responsibility, error)

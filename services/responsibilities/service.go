@@ -151,6 +151,13 @@ func (s *Service) Get(ctx context.Context, sub *tools.Subject, id uuid.UUID) (Su
 	if err != nil {
 		return Summary{}, err
 	}
+	return s.Summarize(ctx, r)
+}
+
+// Summarize returns r's summary: the current window's usage, the open run
+// and the live wake-up.
+func (s *Service) Summarize(ctx context.Context, r Responsibility) (Summary, error) {
+	var err error
 	sum := Summary{Responsibility: r}
 	from, to := r.Window(s.now())
 	if sum.Window, err = s.store.Usage(ctx, r.TenantID, r.ID, from, to); err != nil {

@@ -27,12 +27,14 @@ const (
 	Assigned  Reason = "assigned"  // a task was assigned to the employee
 	Unblocked Reason = "unblocked" // a blocked task of the employee was unblocked
 	Handoff   Reason = "handoff"   // a task was handed off to the employee with a TaskPacket
+	// Duty is a run of one of the employee's continuous responsibilities.
+	Duty Reason = "responsibility"
 )
 
 // Valid reports whether r is a known reason.
 func (r Reason) Valid() bool {
 	switch r {
-	case Routine, Reminder, Message, Assigned, Unblocked, Handoff:
+	case Routine, Reminder, Message, Assigned, Unblocked, Handoff, Duty:
 		return true
 	}
 	return false

@@ -13,8 +13,13 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 )
 
-// ResponsibilityStore is responsibilities.Store on Postgres.
-type ResponsibilityStore struct{ db *DB }
+// ResponsibilityStore is responsibilities.Store on Postgres. Its queue,
+// when set, enqueues the delivery of each run's round in the transaction
+// that opens the run.
+type ResponsibilityStore struct {
+	db    *DB
+	queue JobQueue
+}
 
 var _ responsibilities.Store = (*ResponsibilityStore)(nil)
 
@@ -32,13 +37,14 @@ func scanResp(row pgx.Row) (responsibilities.Responsibility, error) {
 	return r, err
 }
 
-const runCols = `tenant_id, id, responsibility_id, task_id, epoch, reason, opened_at, closed_at, cost_cents`
+const runCols = `tenant_id, id, responsibility_id, task_id, epoch, reason, opened_at, closed_at, cost_cents, reports, wakeup_id`
 
 func scanRun(row pgx.Row) (responsibilities.Run, error) {
 	var r responsibilities.Run
-	var task *uuid.UUID
-	err := row.Scan(&r.TenantID, &r.ID, &r.ResponsibilityID, &task, &r.Epoch, &r.Reason, &r.OpenedAt, &r.ClosedAt, &r.CostCents)
-	r.TaskID = deref(task)
+	var task, wake *uuid.UUID
+	err := row.Scan(&r.TenantID, &r.ID, &r.ResponsibilityID, &task, &r.Epoch, &r.Reason, &r.OpenedAt, &r.ClosedAt, &r.CostCents,
+		&r.Reports, &wake)
+	r.TaskID, r.WakeupID, r.NotCounted = deref(task), deref(wake), r.CostNotCounted()
 	return r, err
 }
 
@@ -67,6 +73,10 @@ func (s *ResponsibilityStore) CreateResponsibility(ctx context.Context, r *respo
 		r.TenantID, r.ID, r.AgentID, r.Name, r.Charter, r.Schedule, r.PeriodSecs, anchor, r.RunLimit, r.FollowupLimit,
 		r.SpendCapCents, r.MinWakeIntervalSecs, r.StopAt, r.Subscriptions, r.Status, r.CreatedBy).
 		Scan(&r.WindowAnchor, &r.Epoch, &r.CreatedAt, &r.UpdatedAt)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" {
+		return fault.Newf(fault.Invalid, err, "agent %s is not an AI employee of this tenant", r.AgentID)
+	}
 	return mapErr(err, "responsibility")
 }
 
@@ -147,9 +157,9 @@ func (s *ResponsibilityStore) OpenRun(ctx context.Context, r *responsibilities.R
 	return mapErr(err, "responsibility")
 }
 
-// CloseRun closes an open run.
+// CloseRun closes an open run; a nil costCents keeps what was reported.
 func (s *ResponsibilityStore) CloseRun(ctx context.Context, tenantID, runID uuid.UUID, costCents *int64) (responsibilities.Run, error) {
-	r, err := scanRun(s.db.Pool.QueryRow(ctx, `UPDATE responsibility_runs SET closed_at = now(), cost_cents = $3
+	r, err := scanRun(s.db.Pool.QueryRow(ctx, `UPDATE responsibility_runs SET closed_at = greatest(now(), opened_at), cost_cents = coalesce($3, cost_cents)
 		WHERE tenant_id = $1 AND id = $2 AND closed_at IS NULL RETURNING `+runCols, tenantID, runID, costCents))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if err := s.db.Pool.QueryRow(ctx, `SELECT 1 FROM responsibility_runs WHERE tenant_id = $1 AND id = $2`, tenantID, runID).Scan(new(int)); err != nil {
