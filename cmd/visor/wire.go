@@ -52,6 +52,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, baseURL string, extra ...api.Res
 	// Other areas: adm.Add(yourResource)
 	adm.Add(api.NewGrants(a.grants))
 	adm.Add(api.NewBoard(a.board), api.NewRuntime(a.rounds))
+	adm.Add(api.NewResponsibilities(a.duties))
 	adm.Add(extra...)
 	return adm
 }
