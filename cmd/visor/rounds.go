@@ -96,6 +96,7 @@ func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth
 	}
 	h := runtime.New(a.rounds, a.stores.audit)
 	h.Register(s.Echo(), resolver.Middleware(""))
+	runtime.NewSpend(a.duties, a.stores.audit).Register(s.Echo(), resolver.Middleware(""))
 	s.OnShutdown(h.Close)
 	return nil
 }
