@@ -65,7 +65,9 @@ func (s *ResponsibilityStore) opening(ctx context.Context, tx pgx.Tx, tenantID, 
 	} else if !errors.Is(err, pgx.ErrNoRows) {
 		return o, err
 	}
-	o.Usage = func(from, to time.Time) (responsibilities.Usage, error) { return usage(ctx, tx, tenantID, id, from, to) }
+	o.Usage = func(from, to time.Time) (responsibilities.Usage, error) {
+		return usage(ctx, tx, tenantID, id, from, to)
+	}
 	return o, nil
 }
 

@@ -35,10 +35,14 @@ type SpendHandler struct {
 }
 
 // NewSpend returns the spend report handler.
-func NewSpend(svc Spender, rec audit.Recorder) *SpendHandler { return &SpendHandler{svc: svc, audit: rec} }
+func NewSpend(svc Spender, rec audit.Recorder) *SpendHandler {
+	return &SpendHandler{svc: svc, audit: rec}
+}
 
 // Register mounts the route behind mw (auth's bearer middleware).
-func (h *SpendHandler) Register(e *echo.Echo, mw echo.MiddlewareFunc) { e.POST(SpendPath, h.report, mw) }
+func (h *SpendHandler) Register(e *echo.Echo, mw echo.MiddlewareFunc) {
+	e.POST(SpendPath, h.report, mw)
+}
 
 // SpendReport is the body of a spend report: what the round spent since
 // its last report, in cents.

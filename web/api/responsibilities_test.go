@@ -1,0 +1,199 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/responsibilities"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/web/api"
+	"github.com/visorhq/visor/web/server"
+)
+
+// dutyFixture is the admin API with the responsibilities resource on real
+// Postgres: tenant acme (employee ada, an operator key and a viewer's
+// admin:read key) and globex (an operator key).
+type dutyFixture struct {
+	*fixture
+	ada       identity.Agent
+	readKey   string
+	globexKey string
+}
+
+func newDutyFixture(t *testing.T) *dutyFixture {
+	t.Helper()
+	db := pgtest.New(t)
+	store := postgres.NewIdentityStore(db)
+	log := slog.New(slog.DiscardHandler)
+	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
+	ids := identity.NewService(store, resolver, log)
+	duties := responsibilities.NewService(postgres.NewResponsibilityStore(db), agents.NewDelegation(store))
+	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
+	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
+	adm.Add(api.NewResponsibilities(duties))
+	adm.Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+
+	ctx := context.Background()
+	acme, err := ids.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	globex, err := ids.CreateTenant(ctx, "globex", "Globex")
+	require.NoError(t, err)
+	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
+	require.NoError(t, err)
+	_, read, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ro", Scopes: []string{identity.ScopeAdminRead}})
+	require.NoError(t, err)
+	_, other, err := ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
+	require.NoError(t, err)
+	ada, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "ada"})
+	require.NoError(t, err)
+	return &dutyFixture{fixture: &fixture{t: t, srv: srv, ids: ids, tenant: acme, opKey: op}, ada: ada, readKey: read, globexKey: other}
+}
+
+func TestOperatorsSetUpAndChangeResponsibilitiesThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	f := newDutyFixture(t)
+	base := "/api/v1/tenants/acme/responsibilities"
+
+	var r responsibilities.Responsibility
+	code, body := f.do("POST", base, f.opKey, `{"agent":"ada","name":"inbox","charter":"answer the inbox","schedule":"0 9 * * 1-5",
+		"run_limit":2,"spend_cap_cents":300,"subscriptions":["task_unblocked"]}`, &r)
+	require.Equal(t, 201, code, body)
+	require.Equal(t, f.ada.ID, r.AgentID)
+	require.Equal(t, int64(1), r.Epoch)
+	require.Equal(t, []string{"task_unblocked"}, r.Subscriptions)
+
+	for name, bad := range map[string]string{
+		"no agent":      `{"name":"x","spend_cap_cents":1}`,
+		"unknown agent": `{"agent":"nobody","name":"x","spend_cap_cents":1}`,
+		"bad cron":      `{"agent":"ada","name":"x","schedule":"soon","spend_cap_cents":1}`,
+		"no cap":        `{"agent":"ada","name":"x"}`,
+		"unknown field": `{"agent":"ada","name":"x","spend_cap_cents":1,"epoch":7}`,
+		"past stop_at":  `{"agent":"ada","name":"x","spend_cap_cents":1,"stop_at":"2001-01-01T00:00:00Z"}`,
+	} {
+		code, body := f.do("POST", base, f.opKey, bad, nil)
+		require.Equal(t, 400, code, "%s: %s", name, body)
+	}
+	code, _ = f.do("POST", base, f.readKey, `{"agent":"ada","name":"x","spend_cap_cents":1}`, nil)
+	require.Equal(t, 403, code, "an admin:read key creates nothing")
+
+	one := base + "/" + r.ID.String()
+	var up responsibilities.Responsibility
+	code, body = f.do("PATCH", one, f.opKey, `{"status":"paused","run_limit":3}`, &up)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, responsibilities.Paused, up.Status)
+	require.Equal(t, int64(2), up.Epoch, "an operator change bumps the epoch")
+	code, body = f.do("PATCH", one, f.opKey, `{}`, nil)
+	require.Equal(t, 400, code, body)
+	code, body = f.do("PATCH", one, f.opKey, `{"status":"gone"}`, nil)
+	require.Equal(t, 400, code, body)
+
+	// Paused: running it now is refused and the skip is readable.
+	code, body = f.do("POST", one+"/run", f.opKey, "", nil)
+	require.Equal(t, 409, code, body)
+	var skips api.SkipList
+	code, body = f.do("GET", one+"/skips", f.readKey, "", &skips)
+	require.Equal(t, 200, code, body)
+	require.Len(t, skips.Skips, 1)
+	require.Equal(t, responsibilities.NotActiveNow, skips.Skips[0].Cause)
+
+	code, body = f.do("PATCH", one, f.opKey, `{"status":"active"}`, &up)
+	require.Equal(t, 200, code, body)
+	var run responsibilities.Run
+	code, body = f.do("POST", one+"/run", f.opKey, "", &run)
+	require.Equal(t, 201, code, body)
+	require.Equal(t, responsibilities.ByOperator, run.Reason)
+	require.Equal(t, up.Epoch, run.Epoch)
+
+	var sum responsibilities.Summary
+	code, body = f.do("GET", one, f.readKey, "", &sum)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, 1, sum.Window.Runs)
+	require.NotNil(t, sum.OpenRun)
+	require.Equal(t, run.ID, sum.OpenRun.ID)
+
+	var runs api.RunList
+	code, body = f.do("GET", one+"/runs?limit=1", f.readKey, "", &runs)
+	require.Equal(t, 200, code, body)
+	require.Len(t, runs.Runs, 1)
+	require.Empty(t, runs.NextCursor)
+
+	var list api.ResponsibilityList
+	code, body = f.do("GET", base+"?agent=ada", f.readKey, "", &list)
+	require.Equal(t, 200, code, body)
+	require.Len(t, list.Responsibilities, 1)
+
+	code, body = f.do("DELETE", one, f.opKey, "", nil)
+	require.Equal(t, 204, code, body)
+	code, _ = f.do("GET", one, f.opKey, "", nil)
+	require.Equal(t, 404, code)
+}
+
+func TestResponsibilitiesListPagesNewestFirst(t *testing.T) {
+	t.Parallel()
+	f := newDutyFixture(t)
+	base := "/api/v1/tenants/acme/responsibilities"
+	for i := range 3 {
+		code, body := f.do("POST", base, f.opKey, fmt.Sprintf(`{"agent":"ada","name":"duty %d","spend_cap_cents":1}`, i), nil)
+		require.Equal(t, 201, code, body)
+		time.Sleep(2 * time.Millisecond) // distinct creation times
+	}
+	var names []string
+	cursor := ""
+	for range 3 {
+		var page api.ResponsibilityList
+		code, body := f.do("GET", base+"?limit=2&cursor="+cursor, f.opKey, "", &page)
+		require.Equal(t, 200, code, body)
+		for _, r := range page.Responsibilities {
+			names = append(names, r.Name)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Equal(t, []string{"duty 2", "duty 1", "duty 0"}, names)
+	code, _ := f.do("GET", base+"?cursor=garbage", f.opKey, "", nil)
+	require.Equal(t, 400, code)
+}
+
+// TestAnotherTenantNeverReachesAResponsibility: globex's operator gets 404
+// for acme's responsibility on every route, and changes nothing.
+func TestAnotherTenantNeverReachesAResponsibility(t *testing.T) {
+	t.Parallel()
+	f := newDutyFixture(t)
+	var r responsibilities.Responsibility
+	code, body := f.do("POST", "/api/v1/tenants/acme/responsibilities", f.opKey, `{"agent":"ada","name":"inbox","spend_cap_cents":5}`, &r)
+	require.Equal(t, 201, code, body)
+	theirs := "/api/v1/tenants/globex/responsibilities/" + r.ID.String()
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", theirs, ""}, {"PATCH", theirs, `{"name":"taken"}`}, {"DELETE", theirs, ""}, {"POST", theirs + "/run", ""},
+		{"GET", theirs + "/runs", ""}, {"GET", theirs + "/skips", ""},
+	} {
+		code, body := f.do(c.method, c.path, f.globexKey, c.body, nil)
+		require.Equal(t, 404, code, "%s %s: %s", c.method, c.path, body)
+	}
+	var list api.ResponsibilityList
+	code, body = f.do("GET", "/api/v1/tenants/globex/responsibilities", f.globexKey, "", &list)
+	require.Equal(t, 200, code, body)
+	require.Empty(t, list.Responsibilities)
+	code, body = f.do("POST", "/api/v1/tenants/globex/responsibilities", f.globexKey,
+		fmt.Sprintf(`{"agent":%q,"name":"steal","spend_cap_cents":5}`, f.ada.ID), nil)
+	require.Equal(t, 400, code, "another tenant's employee cannot own globex's responsibility: %s", body)
+
+	var got responsibilities.Summary
+	code, body = f.do("GET", "/api/v1/tenants/acme/responsibilities/"+r.ID.String(), f.opKey, "", &got)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, "inbox", got.Name)
+	require.Equal(t, int64(1), got.Epoch, "nothing changed it")
+}
