@@ -156,20 +156,21 @@ func errorResponses(used map[int]bool) map[string]any {
 
 // pathParams describe the path parameters operations use, by name.
 var pathParams = map[string]map[string]any{
-	"tenant":   {"description": "The tenant's slug.", "schema": map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{1,62}$"}},
-	"agent":    {"description": "The agent (AI employee): its id or its name.", "schema": map[string]any{"type": "string"}},
-	"member":   {"description": "The member's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"key":      {"description": "The API key's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"client":   {"description": "The OAuth client's client_id, URL-escaped (a metadata document client_id is an https URL).", "schema": map[string]any{"type": "string"}},
-	"grant":    {"description": "The grant's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"request":  {"description": "The capability request's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"round":    {"description": "The round token's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"name":     {"description": "The reserved agent name.", "schema": map[string]any{"type": "string"}},
-	"task":     {"description": "The task's or goal's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"routine":  {"description": "The routine's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"reminder": {"description": "The reminder's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"endpoint": {"description": "The push endpoint's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
-	"wakeup":   {"description": "The wake-up's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"tenant":         {"description": "The tenant's slug.", "schema": map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{1,62}$"}},
+	"agent":          {"description": "The agent (AI employee): its id or its name.", "schema": map[string]any{"type": "string"}},
+	"member":         {"description": "The member's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"key":            {"description": "The API key's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"client":         {"description": "The OAuth client's client_id, URL-escaped (a metadata document client_id is an https URL).", "schema": map[string]any{"type": "string"}},
+	"grant":          {"description": "The grant's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"request":        {"description": "The capability request's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"round":          {"description": "The round token's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"name":           {"description": "The reserved agent name.", "schema": map[string]any{"type": "string"}},
+	"task":           {"description": "The task's or goal's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"routine":        {"description": "The routine's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"reminder":       {"description": "The reminder's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"endpoint":       {"description": "The push endpoint's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"wakeup":         {"description": "The wake-up's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"responsibility": {"description": "The responsibility's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 }
 
 // UndocumentedPathParams lists the path parameters of ops that pathParams
