@@ -51,6 +51,13 @@ type Runs interface {
 	RunOf(ctx context.Context, tenantID, agentID, roundTask uuid.UUID) (uuid.UUID, bool, error)
 }
 
+// RunEvents hears the board events a responsibility may subscribe to. A
+// Runs that also implements it is told, after the change commits, of each
+// task unblocked ("task_unblocked") or done ("task_done").
+type RunEvents interface {
+	TaskEvent(ctx context.Context, tenantID, taskID uuid.UUID, event string) error
+}
+
 // NoRuns is Runs when no responsibility run exists.
 type NoRuns struct{}
 

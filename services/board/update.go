@@ -180,6 +180,7 @@ func (s *Service) mutate(ctx context.Context, a Actor, snap Task, fn func(*Task)
 // is unblocked. Failures are logged: the change itself is committed.
 func (s *Service) after(ctx context.Context, before, after Task) {
 	ctx = context.WithoutCancel(ctx)
+	s.runEvent(ctx, before, after)
 	switch {
 	case after.Status.Terminal() && !before.Status.Terminal():
 		s.finished(ctx, after)
@@ -206,5 +207,26 @@ func (s *Service) endRounds(ctx context.Context, t Task, agent uuid.UUID) {
 	}
 	if err := s.ender.EndRounds(ctx, t.TenantID, t.ID, agent); err != nil {
 		s.log.ErrorContext(ctx, "end the rounds of a task", "tenant", t.TenantID, "task", t.ID, "err", err)
+	}
+}
+
+// runEvent tells the responsibility runs of a task unblocked or done. A
+// failure is logged: the change itself is committed.
+func (s *Service) runEvent(ctx context.Context, before, after Task) {
+	ev, ok := s.runs.(RunEvents)
+	if !ok {
+		return
+	}
+	name := ""
+	switch {
+	case after.Status == Done && before.Status != Done:
+		name = "task_done"
+	case before.Status == Blocked && after.Status != Blocked && !after.Status.Terminal():
+		name = "task_unblocked"
+	default:
+		return
+	}
+	if err := ev.TaskEvent(ctx, after.TenantID, after.ID, name); err != nil {
+		s.log.ErrorContext(ctx, "tell responsibility runs of a task event", "tenant", after.TenantID, "task", after.ID, "event", name, "err", err)
 	}
 }

@@ -91,7 +91,8 @@ type RunStore interface {
 	// Skips lists a responsibility's skips, newest first.
 	Skips(ctx context.Context, tenantID, responsibilityID uuid.UUID, after *RunPosition, limit int) ([]Skip, error)
 	// RunTaskOf returns the task of the run of one of agentID's
-	// responsibilities that task is, or is under; false when none.
+	// responsibilities (any employee's when agentID is uuid.Nil) that task
+	// is, or is under; false when none.
 	RunTaskOf(ctx context.Context, tenantID, agentID, task uuid.UUID) (uuid.UUID, bool, error)
 }
 

@@ -140,7 +140,7 @@ func afterOf(p *responsibilities.RunPosition) (*time.Time, uuid.UUID) {
 }
 
 // RunTaskOf walks up from task to the first task that is the task of a
-// run of one of agentID's responsibilities.
+// run of one of agentID's responsibilities (any employee's for uuid.Nil).
 func (s *ResponsibilityStore) RunTaskOf(ctx context.Context, tenantID, agentID, task uuid.UUID) (uuid.UUID, bool, error) {
 	var found uuid.UUID
 	err := s.db.Pool.QueryRow(ctx, `WITH RECURSIVE up (id, parent_id, depth) AS (
@@ -150,8 +150,8 @@ func (s *ResponsibilityStore) RunTaskOf(ctx context.Context, tenantID, agentID, 
 			WHERE up.depth < 1000)
 		SELECT up.id FROM up
 		JOIN responsibility_runs rr ON rr.tenant_id = $1 AND rr.task_id = up.id
-		JOIN responsibilities r ON r.tenant_id = $1 AND r.id = rr.responsibility_id AND r.agent_id = $2
-		ORDER BY up.depth LIMIT 1`, tenantID, agentID, task).Scan(&found)
+		JOIN responsibilities r ON r.tenant_id = $1 AND r.id = rr.responsibility_id AND ($2::uuid IS NULL OR r.agent_id = $2)
+		ORDER BY up.depth LIMIT 1`, tenantID, nullable(agentID), task).Scan(&found)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, false, nil
 	}

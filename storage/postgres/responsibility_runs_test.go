@@ -60,5 +60,8 @@ func init() {
 		_, in, err = f.rs.RunTaskOf(ctx, f.b.ID, f.agentB.ID, a.run.TaskID)
 		require.NoError(t, err)
 		require.False(t, in, "RunTaskOf found tenant A's run for tenant B's employee")
+		_, in, err = f.rs.RunTaskOf(ctx, f.b.ID, uuid.Nil, a.run.TaskID)
+		require.NoError(t, err)
+		require.False(t, in, "RunTaskOf for any employee of tenant B found tenant A's run")
 	}
 }
