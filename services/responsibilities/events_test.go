@@ -2,6 +2,7 @@ package responsibilities_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,6 +47,7 @@ func TestSubscribedEventsOpenRunsAndTheRunsTaskClosesIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1, "task_done is not subscribed: no run")
 
+	f.advance(time.Minute) // the event's run opens after the first
 	open := board.Open
 	_, err = bs.UpdateTask(f.ctx, op, waiting.ID, board.Change{Status: &open})
 	require.NoError(t, err)
