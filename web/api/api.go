@@ -48,7 +48,7 @@ type Operation struct {
 	// OptionalBody marks a Request body the operation also accepts absent.
 	OptionalBody bool
 	// ResponseType, when set, is the media type of a success body that is
-	// not JSON (a download).
+	// not JSON (a download); several are separated by ", ".
 	ResponseType string
 	Status       int // success status; 200 when zero
 	// Errors lists the error statuses beyond those every operation of its

@@ -1,8 +1,9 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,8 +72,10 @@ func (r auditAPI) Operations() []Operation {
 			Summary: "List audit rows, newest first, filtered", Query: Paged(auditFilters...),
 			Response: AuditList{}, Handler: r.list},
 		{Method: http.MethodGet, Path: p + "/export", ID: "exportAudit", Tag: "audit", Needs: identity.ReadAudit,
-			Summary: "Export every matching audit row as JSON Lines, newest first (the filters of listAudit, no paging)",
-			Query:   auditFilters, ResponseType: "application/x-ndjson", Handler: r.export},
+			Summary: "Export every matching audit row as JSON Lines or CSV, newest first (the filters of listAudit, no paging)",
+			Query: append(slices.Clone(auditFilters), QueryParam{Name: "format", Type: "string", Enum: []string{ExportJSONL, ExportCSV},
+				Description: "jsonl (the default): one JSON object per line; csv: a header row, then one row per event."}),
+			ResponseType: "application/x-ndjson, text/csv", Handler: r.export},
 	}
 }
 
@@ -92,11 +95,24 @@ var auditFilters = []QueryParam{
 	{Name: "until", Type: "string", Format: "date-time", Description: "Rows before this RFC 3339 time."},
 }
 
+// maxFilterLen bounds one filter's value: longer ones match nothing a
+// row can hold.
+const maxFilterLen = 512
+
 // auditFilter reads the query parameters shared by list and export.
-func auditFilter(c echo.Context) (audit.Filter, error) {
-	q := c.QueryParams()
+func auditFilter(c echo.Context) (audit.Filter, error) { return AuditFilter(c.QueryParams()) }
+
+// AuditFilter reads the audit filters from query parameters (the names of
+// listAudit's), refusing a time that is not RFC 3339 with fault.Invalid.
+// The dashboard's audit page reads the same parameters.
+func AuditFilter(q url.Values) (audit.Filter, error) {
 	f := audit.Filter{PrincipalKind: q.Get("principal_kind"), PrincipalID: q.Get("principal_id"), Tool: q.Get("tool"),
 		Outcome: q.Get("outcome"), Event: q.Get("event_type"), Source: q.Get("source"), Action: q.Get("action"), Object: q.Get("object")}
+	for _, p := range auditFilters {
+		if len(q.Get(p.Name)) > maxFilterLen {
+			return f, fault.New(fault.Invalid, "%s is longer than %d bytes", p.Name, maxFilterLen)
+		}
+	}
 	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339, v)
@@ -136,40 +152,14 @@ func (r auditAPI) list(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// export streams every matching row as one JSON object per line, newest
-// first, reading a page at a time.
 func (r auditAPI) export(c echo.Context) error {
 	f, err := auditFilter(c)
 	if err != nil {
 		return err
 	}
-	f.Limit = 1000
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "application/x-ndjson")
-	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="audit.jsonl"`)
-	enc := json.NewEncoder(w)
-	started := false
-	for {
-		rows, err := r.store.List(c.Request().Context(), tenant(c).ID, f)
-		if err != nil {
-			if !started {
-				return err
-			}
-			return nil // headers are out: the truncated export is all we can say
-		}
-		if !started {
-			w.WriteHeader(http.StatusOK)
-			started = true
-		}
-		for _, e := range rows {
-			if err := enc.Encode(auditOut(e)); err != nil {
-				return nil
-			}
-		}
-		w.Flush()
-		if len(rows) < f.Limit {
-			return nil
-		}
-		f.Before = rows[len(rows)-1].ID
+	format, err := ExportFormatOf(c.QueryParam("format"))
+	if err != nil {
+		return err
 	}
+	return ExportAudit(c.Request().Context(), c.Response(), r.store, tenant(c).ID, f, format)
 }

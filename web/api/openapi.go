@@ -237,7 +237,11 @@ func (g *schemaGen) operation(op Operation) map[string]any {
 		ok["content"] = jsonContent(g.ref(reflect.TypeOf(op.Response)))
 	}
 	if op.ResponseType != "" {
-		ok["content"] = map[string]any{op.ResponseType: map[string]any{"schema": map[string]any{"type": "string"}}}
+		content := map[string]any{}
+		for _, mt := range strings.Split(op.ResponseType, ", ") {
+			content[mt] = map[string]any{"schema": map[string]any{"type": "string"}}
+		}
+		ok["content"] = content
 	}
 	responses := map[string]any{strconv.Itoa(status): ok, "5XX": map[string]any{"$ref": "#/components/responses/ServerError"}}
 	for _, s := range ErrorsOf(op) {
