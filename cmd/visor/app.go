@@ -23,6 +23,7 @@ import (
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/lifecycle"
+	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
@@ -61,6 +62,9 @@ type app struct {
 	life lifecycle.Group
 	// local drops this replica's caches for the changes it commits itself.
 	local localChanges
+	// streams lists who holds a live stream now, on every replica (set by
+	// startLive).
+	streams live.Directory
 }
 
 // stores are the Postgres stores, each built once per process.

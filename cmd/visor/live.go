@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net"
+	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +16,19 @@ import (
 	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/web/server"
 )
+
+// replicaName names this replica where operators see who is connected:
+// the host name and the port it serves on.
+func replicaName(httpAddr string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "visor"
+	}
+	if _, port, err := net.SplitHostPort(httpAddr); err == nil {
+		return host + ":" + port
+	}
+	return host
+}
 
 // startLive starts the live-changes plane of a serve process: the hub that
 // tracks this replica's notification streams and recomputes them on change
@@ -30,7 +45,13 @@ func (a *app) startLive(ctx context.Context, s *server.Server, visible live.Visi
 	if err := a.start(ctx, hub); err != nil {
 		return nil, err
 	}
+	a.streams = live.Local{Hub: hub, Replica: replicaName(a.cfg.HTTPAddr)}
 	if a.rdb != nil {
+		presence := redisx.NewPresence(a.rdb.Client, replicaName(a.cfg.HTTPAddr), 0, hub.Connections, log)
+		if err := a.start(ctx, presence); err != nil {
+			return nil, err
+		}
+		a.streams = presence
 		handle := func(e changes.Event) {
 			forget(e.TenantID, e.AgentID)
 			hub.Handle(e)

@@ -138,6 +138,8 @@ type entry struct {
 	// again: its set changed while it was written, so one more
 	// notification follows.
 	queued, sending, again bool
+	// opened is when Open registered the stream.
+	opened time.Time
 	// opening is set while Open computes the stream's first set. The
 	// caller has not yet been told the stream is open (a listen stream is
 	// acknowledged after Open returns), so whatever it lists next already
@@ -205,7 +207,7 @@ func (h *Hub) Stop() {
 func (h *Hub) Open(ctx context.Context, s Stream) func() {
 	p := s.Principal()
 	key := principalKey(p)
-	e := &entry{s: s}
+	e := &entry{s: s, opened: time.Now()}
 
 	h.mu.Lock()
 	t := h.tenants[p.TenantID]
