@@ -54,7 +54,10 @@ func TestPresenceListsEveryReplicasStreams(t *testing.T) {
 	t.Cleanup(b.Stop)
 	t.Cleanup(a.Stop)
 
-	want := func(replica string, c live.Connection) live.Connection { c.Replica, c.Opened = replica, c.Opened.UTC().Round(0); return c }
+	want := func(replica string, c live.Connection) live.Connection {
+		c.Replica, c.Opened = replica, c.Opened.UTC().Round(0)
+		return c
+	}
 	require.Eventually(t, func() bool {
 		got, err := a.Connected(ctx, acme)
 		return err == nil && len(got) == 2
