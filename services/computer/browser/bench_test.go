@@ -1,0 +1,114 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/computer"
+)
+
+// quantiles reports p50 and p99 of ds in milliseconds.
+func quantiles(b *testing.B, ds []time.Duration, prefix string) {
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / 1e6 }
+	b.ReportMetric(at(0.5), prefix+"_p50_ms")
+	b.ReportMetric(at(0.99), prefix+"_p99_ms")
+}
+
+// BenchmarkSessionStart starts and stops sessions one after another:
+// network, proxy, container, browser ready, tab open.
+func BenchmarkSessionStart(b *testing.B) {
+	l := newLab(b)
+	m := l.manager(b)
+	var ds []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		r := l.start(b, m, []string{"shop.test"}, nil)
+		ds = append(ds, time.Since(t0))
+		require.NoError(b, m.Stop(context.Background(), r))
+	}
+	quantiles(b, ds, "start")
+}
+
+// BenchmarkActionRoundTrip clicks, and takes masked screenshots, in one
+// live session on the login page.
+func BenchmarkActionRoundTrip(b *testing.B) {
+	l := newLab(b)
+	m := l.manager(b)
+	r := l.start(b, m, []string{"shop.test"}, nil)
+	ctx := context.Background()
+	_, err := m.Do(ctx, r, computer.Action{Kind: computer.ActNavigate, URL: "https://shop.test/login"})
+	require.NoError(b, err)
+	var clicks, shots []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		_, err := m.Do(ctx, r, computer.Action{Kind: computer.ActClick, X: 100, Y: 120, Button: "left"})
+		require.NoError(b, err)
+		clicks = append(clicks, time.Since(t0))
+		t0 = time.Now()
+		o, err := m.Do(ctx, r, computer.Action{Kind: computer.ActScreenshot})
+		require.NoError(b, err)
+		require.Equal(b, 1, o.Masked)
+		shots = append(shots, time.Since(t0))
+	}
+	quantiles(b, clicks, "click")
+	quantiles(b, shots, "screenshot")
+}
+
+// BenchmarkLiveSessions holds VISOR_BENCH_SESSIONS sessions (default 6) on
+// this worker at once, each on the login page, reports the memory each
+// container uses, then has every session take screenshots at the same time.
+func BenchmarkLiveSessions(b *testing.B) {
+	n, _ := strconv.Atoi(os.Getenv("VISOR_BENCH_SESSIONS"))
+	if n <= 0 {
+		n = 6
+	}
+	l := newLab(b)
+	m := l.manager(b)
+	ctx := context.Background()
+	refs := make([]computer.Ref, n)
+	for i := range refs {
+		refs[i] = l.start(b, m, []string{"shop.test"}, nil)
+		_, err := m.Do(ctx, refs[i], computer.Action{Kind: computer.ActNavigate, URL: "https://shop.test/login"})
+		require.NoError(b, err)
+	}
+	var total uint64
+	for _, r := range refs {
+		s, _ := m.get(r)
+		st, err := m.Client().ContainerStatsOneShot(ctx, s.container)
+		require.NoError(b, err)
+		var v container.StatsResponse
+		require.NoError(b, json.NewDecoder(st.Body).Decode(&v))
+		_ = st.Body.Close()
+		total += v.MemoryStats.Usage - v.MemoryStats.Stats["inactive_file"]
+	}
+	b.ReportMetric(float64(total)/float64(n)/(1<<20), "MiB/session")
+	var mu sync.Mutex
+	var ds []time.Duration
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for _, r := range refs {
+			wg.Go(func() {
+				t0 := time.Now()
+				_, err := m.Do(ctx, r, computer.Action{Kind: computer.ActScreenshot})
+				d := time.Since(t0)
+				mu.Lock()
+				defer mu.Unlock()
+				require.NoError(b, err)
+				ds = append(ds, d)
+			})
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(n), "sessions")
+	quantiles(b, ds, "concurrent_screenshot")
+}
