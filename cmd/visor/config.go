@@ -15,25 +15,26 @@ import (
 // field comes from one VISOR_* variable (OTLP from the standard OTEL_*
 // one) and has a default that works on a developer machine.
 type Config struct {
-	DatabaseURL       string        // VISOR_DATABASE_URL
-	RedisURL          string        // VISOR_REDIS_URL
-	HTTPAddr          string        // VISOR_HTTP_ADDR
-	BaseURL           string        // VISOR_BASE_URL; derived from the listen address when empty
-	LogLevel          slog.Level    // VISOR_LOG_LEVEL
-	LogFormat         string        // VISOR_LOG_FORMAT: json or text
-	BodyLimit         int64         // VISOR_HTTP_BODY_LIMIT, bytes
-	ShutdownTimeout   time.Duration // VISOR_SHUTDOWN_TIMEOUT
-	AdminToken        string        // VISOR_ADMIN_TOKEN: platform admin bearer token; empty disables
-	WorkerConcurrency int           // VISOR_WORKER_CONCURRENCY
-	DevDir            string        // VISOR_DEV_DIR: where `visor dev` keeps its credentials
-	WorkerHTTPAddr    string        // VISOR_WORKER_HTTP_ADDR: health and metrics of `visor worker`; empty disables
-	OTLPEndpoint      string        // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
-	LiveReconcile     time.Duration // VISOR_LIVE_RECONCILE_EVERY
-	LiveCredentials   time.Duration // VISOR_LIVE_CREDENTIAL_CHECK_EVERY
-	TrustedProxies    []*net.IPNet  // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
-	MCPOrigins        []string      // VISOR_MCP_ALLOWED_ORIGINS: browser origins that may call the MCP endpoint
-	OAuth             OAuthConfig   // VISOR_OAUTH_* (see oauth.go)
-	Rounds            RoundsConfig  // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
+	DatabaseURL       string         // VISOR_DATABASE_URL
+	RedisURL          string         // VISOR_REDIS_URL
+	HTTPAddr          string         // VISOR_HTTP_ADDR
+	BaseURL           string         // VISOR_BASE_URL; derived from the listen address when empty
+	LogLevel          slog.Level     // VISOR_LOG_LEVEL
+	LogFormat         string         // VISOR_LOG_FORMAT: json or text
+	BodyLimit         int64          // VISOR_HTTP_BODY_LIMIT, bytes
+	ShutdownTimeout   time.Duration  // VISOR_SHUTDOWN_TIMEOUT
+	AdminToken        string         // VISOR_ADMIN_TOKEN: platform admin bearer token; empty disables
+	WorkerConcurrency int            // VISOR_WORKER_CONCURRENCY
+	DevDir            string         // VISOR_DEV_DIR: where `visor dev` keeps its credentials
+	WorkerHTTPAddr    string         // VISOR_WORKER_HTTP_ADDR: health and metrics of `visor worker`; empty disables
+	OTLPEndpoint      string         // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
+	LiveReconcile     time.Duration  // VISOR_LIVE_RECONCILE_EVERY
+	LiveCredentials   time.Duration  // VISOR_LIVE_CREDENTIAL_CHECK_EVERY
+	TrustedProxies    []*net.IPNet   // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
+	MCPOrigins        []string       // VISOR_MCP_ALLOWED_ORIGINS: browser origins that may call the MCP endpoint
+	OAuth             OAuthConfig    // VISOR_OAUTH_* (see oauth.go)
+	Rounds            RoundsConfig   // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
+	Computer          ComputerConfig // VISOR_COMPUTER_* (see computer.go)
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -68,6 +69,9 @@ var envVars = []envVar{
 	{"VISOR_WEBHOOK_TIMEOUT", "10s", "how long one webhook delivery to a runtime may take"},
 	{"VISOR_ROUND_TTL", "1h", "the longest a round, and its round token, lives (it ends earlier when its task is finished, blocked or reassigned)"},
 	{"VISOR_WORKER_RESCUE_AFTER", "2m", "how long a job may stay running past its own timeout before another worker takes it over (a killed worker's jobs)"},
+	{"VISOR_COMPUTER_IMAGE", "", "the computer-use browser image (deploy/browser); set on the process that runs browser sessions, which then needs the Docker Engine; empty: no sessions there"},
+	{"VISOR_COMPUTER_DEV_HOSTS", "", "development only: comma-separated host=address pins the browser egress proxy uses instead of DNS (shop.test=127.0.0.2)"},
+	{"VISOR_COMPUTER_DEV_TRUST_SPKI", "", "development only: comma-separated base64 SHA-256 public-key hashes of certificates the session browser accepts unverified (local test sites)"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
 
@@ -165,6 +169,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.OAuth = loadOAuthConfig(get, bad)
 	c.Rounds = loadRoundsConfig(get, bad)
+	c.Computer = loadComputerConfig(get, bad)
 	return c, errors.Join(errs...)
 }
 

@@ -199,7 +199,14 @@ func (s *Service) StopSession(ctx context.Context, c caller, id string) (string,
 		return "", fault.New(fault.NotFound, "session %q is not your open session", id)
 	}
 	if sess.Worker != "" && s.driver != nil {
-		if err := s.driver.Stop(ctx, Ref{Tenant: c.tenant, Session: sess.ID, Worker: sess.Worker}); err != nil && !wrapLost(err) {
+		err := s.driver.Stop(ctx, Ref{Tenant: c.tenant, Session: sess.ID, Worker: sess.Worker})
+		switch {
+		case err == nil, wrapLost(err):
+		case fault.Is(err, fault.Unavailable):
+			// The worker cannot be reached: the session ends here, and that
+			// worker's janitor removes the idle container.
+			s.log.WarnContext(ctx, "stop a session on an unreachable worker", "session", sess.ID, "worker", sess.Worker, "err", err)
+		default:
 			return "", err
 		}
 	}
