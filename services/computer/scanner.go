@@ -2,32 +2,28 @@ package computer
 
 import (
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/visorhq/visor/services/injection"
 )
 
-// PatternScanner is a small built-in Scanner: it flags phrases that address
-// a model rather than a reader. It is a signal for the model and its
+// InjectionScanner is the Scanner workspace reads use: the platform's
+// prompt-injection rules (services/injection), plus fence_escape for text
+// that names this fence's own tag. It is a signal for the model and its
 // operators, not a filter; content is returned either way, fenced as data.
-type PatternScanner struct{}
+type InjectionScanner struct{}
 
-var injectionPatterns = []struct {
-	flag string
-	re   *regexp.Regexp
-}{
-	{"ignore_instructions", regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\b.{0,40}\b(previous|prior|above|earlier|all)\b.{0,40}\b(instructions?|rules|prompts?)\b`)},
-	{"role_override", regexp.MustCompile(`(?i)\b(you are now|act as|new instructions|system prompt)\b`)},
-	{"tool_invocation", regexp.MustCompile(`(?i)\b(call|run|invoke|use) (the )?(tool|function) \w+`)},
-	{"fence_escape", regexp.MustCompile(`(?i)</?\s*computer_workspace_file`)},
-	{"secret_request", regexp.MustCompile(`(?i)\b(api[_ ]?key|password|credentials?|token)\b.{0,40}\b(send|post|reveal|share|paste)\b`)},
-}
+var fenceTagRE = regexp.MustCompile(`(?i)<\s*/?\s*computer_workspace_file`)
 
-// Scan returns the flags of text, in a fixed order, or nil.
-func (PatternScanner) Scan(text string) []string {
+// Scan returns the flags of text, or nil.
+func (InjectionScanner) Scan(text string) []string {
 	var flags []string
-	for _, p := range injectionPatterns {
-		if p.re.MatchString(text) {
-			flags = append(flags, p.flag)
-		}
+	for _, r := range injection.Scan(text) {
+		flags = append(flags, string(r))
+	}
+	if fenceTagRE.MatchString(text) && !slices.Contains(flags, string(injection.FenceEscape)) {
+		flags = append(flags, string(injection.FenceEscape))
 	}
 	return flags
 }

@@ -34,7 +34,7 @@ type Service struct {
 // refused as unavailable, and workspaces still list and read.
 func NewService(ws WorkspaceStore, sessions SessionStore, driver Driver, scanner Scanner, log *slog.Logger) *Service {
 	if scanner == nil {
-		scanner = PatternScanner{}
+		scanner = InjectionScanner{}
 	}
 	return &Service{ws: ws, sessions: sessions, driver: driver, scanner: scanner, log: log, now: time.Now}
 }
