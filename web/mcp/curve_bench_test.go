@@ -6,8 +6,8 @@ import (
 )
 
 // BenchmarkListCatalogSize is the cost curve of tools/list against the size
-// of the catalog: about 10, 100 and 1,000 tools (the catalog's own plus
-// synthetic ones), the full endpoint with an agent key, 2026-07-28, one
+// of the catalog: 6, 96 and 996 tools (the catalog's own four, the two
+// bench tools and synthetic ones), one page of up to 1,000 tools, the full endpoint with an agent key, 2026-07-28, one
 // client (latency) and eight (throughput), all answered from the cache.
 //
 //	go test ./web/mcp -run '^$' -bench ListCatalogSize -benchtime 300x
