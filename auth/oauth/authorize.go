@@ -14,7 +14,6 @@ import (
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
-	"github.com/visorhq/visor/web/pages"
 )
 
 // errInvalidTarget is RFC 8707's error for a resource this server does not
@@ -56,8 +55,9 @@ func (w *issWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (s *Server) errorPage(c echo.Context, t identity.Tenant, status int, title, msg string) error {
-	return pages.Render(c.Response(), status, "error.html", pages.Page{Title: title, Tenant: t.Name, Data: msg})
+// errorPage renders an error page; title and msg are message keys.
+func (s *Server) errorPage(c echo.Context, t identity.Tenant, status int, title, msg string, args ...any) error {
+	return s.pages.Problem(c, t, status, Problem{Title: title, Message: msg, Args: args})
 }
 
 // authorize is the authorization endpoint (GET) and the consent form's
@@ -68,7 +68,7 @@ func (s *Server) authorize(c echo.Context) error {
 	t, _ := auth.TenantFrom(ctx)
 	w := &issWriter{ResponseWriter: c.Response(), iss: s.urls.Issuer(t.Slug)}
 	if err := req.ParseForm(); err != nil {
-		return s.errorPage(c, t, http.StatusBadRequest, "Bad request", "The authorization request could not be read.")
+		return s.errorPage(c, t, http.StatusBadRequest, "oauth.bad_request", "oauth.unreadable")
 	}
 	if req.Form.Has("scope") {
 		// Scopes Visor does not know (offline_access, a client's own names)
@@ -80,8 +80,8 @@ func (s *Server) authorize(c echo.Context) error {
 		req.Form.Set("state", noState)
 		w.dropState = true
 	}
-	if msg := s.checkClientRedirect(ctx, t, req.Form); msg != "" {
-		return s.errorPage(c, t, http.StatusBadRequest, "Cannot continue", msg)
+	if p, bad := s.checkClientRedirect(ctx, t, req.Form); bad {
+		return s.pages.Problem(c, t, http.StatusBadRequest, p)
 	}
 	// fosite lets a loopback IP's port vary but not localhost's; tell the
 	// client loader the requested URI passed matchRedirect.
@@ -102,7 +102,7 @@ func (s *Server) authorize(c echo.Context) error {
 		return nil
 	}
 	if !ok {
-		return s.renderLogin(c, t, http.StatusOK, loginData{ReturnTo: "/t/" + t.Slug + "/oauth/authorize?" + req.URL.RawQuery})
+		return s.renderLogin(c, t, http.StatusOK, LoginView{ReturnTo: "/t/" + t.Slug + "/oauth/authorize?" + req.URL.RawQuery})
 	}
 	scopes, withheld := roleScopes(m.Role, ar.GetRequestedScopes())
 	if len(scopes) == 0 {
@@ -113,8 +113,8 @@ func (s *Server) authorize(c echo.Context) error {
 	ar.SetRequestedScopes(scopes)
 	clientID := ar.GetClient().GetID()
 	if req.Method == http.MethodPost && req.PostForm.Has("decision") {
-		if !s.checkCSRF(c) {
-			return s.errorPage(c, t, http.StatusForbidden, "Cannot continue", "Your form expired. Go back to the application and start again.")
+		if !s.pages.CheckCSRF(c) {
+			return s.errorPage(c, t, http.StatusForbidden, "oauth.cannot_continue", msgConsentExpired)
 		}
 		if req.PostForm.Get("decision") != "allow" {
 			s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The member denied the request."))
@@ -142,7 +142,7 @@ func (s *Server) authorize(c echo.Context) error {
 
 func (s *Server) fail(c echo.Context, t identity.Tenant, what string, err error) error {
 	s.log.ErrorContext(c.Request().Context(), what, "tenant", t.ID, "err", err)
-	return s.errorPage(c, t, http.StatusServiceUnavailable, "Try again later", "Something went wrong on our side.")
+	return s.errorPage(c, t, http.StatusServiceUnavailable, "oauth.try_later", "oauth.our_fault")
 }
 
 func covers(granted, requested []string) bool {
@@ -157,26 +157,29 @@ func covers(granted, requested []string) bool {
 // checkClientRedirect refuses, without redirecting anywhere, a request whose
 // client is unknown or whose redirect_uri does not match one the client
 // registered (matchRedirect: exactly, but for a loopback port).
-func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, form url.Values) string {
+func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, form url.Values) (Problem, bool) {
+	refuse := func(msg string, args ...any) (Problem, bool) {
+		return Problem{Title: "oauth.cannot_continue", Message: msg, Args: args}, true
+	}
 	id := form.Get("client_id")
 	if id == "" {
-		return "The request names no client_id."
+		return refuse("oauth.no_client_id")
 	}
 	c, err := s.clients.load(ctx, t, id)
 	if err != nil {
 		var re *fosite.RFC6749Error
 		if errors.As(err, &re) && re.HintField != "" {
-			return "This application is not known to " + t.Name + ". " + re.HintField
+			return refuse("oauth.unknown_client_because", t.Name, re.HintField)
 		}
 		if !errors.As(err, &re) {
 			s.log.ErrorContext(ctx, "load client", "tenant", t.ID, "err", err)
 		}
-		return "This application is not known to " + t.Name + "."
+		return refuse("oauth.unknown_client", t.Name)
 	}
 	if ru := form.Get("redirect_uri"); ru != "" && !matchRedirect(c.RedirectURIs, ru) {
-		return "The redirect_uri is not one this application registered."
+		return refuse("oauth.redirect_mismatch")
 	}
-	return ""
+	return Problem{}, false
 }
 
 // checkAuthorizeParams refuses, before any sign-in, what would fail later:
@@ -224,39 +227,32 @@ func (s *Server) issue(ctx context.Context, w http.ResponseWriter, t identity.Te
 	return nil
 }
 
-type consentData struct {
-	ClientName, ClientID, RedirectHost, MemberEmail, Action, CSRF, Role string
-	Scopes                                                              []scopeLine
-	Withheld                                                            []string
-}
-
 func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.AuthorizeRequester, m identity.Member, withheld []string) error {
 	ctx := c.Request().Context()
 	cl, err := s.clients.load(ctx, t, ar.GetClient().GetID())
 	if err != nil {
 		return s.fail(c, t, "load client for consent", err)
 	}
-	ru := ar.GetRedirectURI()
-	shown, formTarget := redirectTarget(ru)
-	d := consentData{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: shown, MemberEmail: m.Email,
-		Action: "/t/" + t.Slug + "/oauth/authorize?" + c.Request().URL.RawQuery, CSRF: s.csrfToken(c),
-		Scopes: s.describeScopes(t, ar.GetRequestedScopes()), Withheld: withheld, Role: string(m.Role)}
-	if d.ClientName == "" {
-		d.ClientName = cl.ID
+	shown, native, formTarget := redirectTarget(ar.GetRedirectURI())
+	v := ConsentView{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: shown, NativeApp: native, MemberEmail: m.Email,
+		Action: "/t/" + t.Slug + "/oauth/authorize?" + c.Request().URL.RawQuery,
+		Scopes: s.describeScopes(t, ar.GetRequestedScopes()), Withheld: withheld, Role: m.Role}
+	if v.ClientName == "" {
+		v.ClientName = cl.ID
 	}
 	// Chrome applies form-action to the redirect that follows the post.
-	return pages.Render(c.Response(), http.StatusOK, "consent.html", pages.Page{Title: "Allow access", Tenant: t.Name, Data: d},
-		formTarget)
+	return s.pages.Consent(c, t, v, formTarget)
 }
 
 // redirectTarget names where the member is sent after consent (a host, or
-// a native app's scheme) and the CSP form-action source that allows it.
-func redirectTarget(ru *url.URL) (shown, source string) {
+// a native app's scheme, then native is true) and the CSP form-action
+// source that allows it.
+func redirectTarget(ru *url.URL) (shown string, native bool, source string) {
 	if ru.Scheme == "http" || ru.Scheme == "https" {
-		return ru.Host, ru.Scheme + "://" + ru.Host
+		return ru.Host, false, ru.Scheme + "://" + ru.Host
 	}
 	if ru.Host != "" {
-		return ru.Scheme + "://" + ru.Host + " (an application on your device)", ru.Scheme + ":"
+		return ru.Scheme + "://" + ru.Host, true, ru.Scheme + ":"
 	}
-	return ru.Scheme + ": (an application on your device)", ru.Scheme + ":"
+	return ru.Scheme + ":", true, ru.Scheme + ":"
 }

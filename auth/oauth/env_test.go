@@ -28,6 +28,7 @@ import (
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/web/ui"
 )
 
 const password = "correct horse battery"
@@ -111,7 +112,9 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 	t.Cleanup(e.srv.Close)
 	e.base = e.srv.URL
 
-	cfg := oauth.Config{BaseURL: e.base, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: roots}}
+	frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("k", 32)), Logger: log})
+	require.NoError(t, err)
+	cfg := oauth.Config{BaseURL: e.base, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: roots}, Pages: frame}
 	for _, f := range tweak {
 		f(&cfg)
 	}

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -16,16 +15,12 @@ import (
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
-	"github.com/visorhq/visor/web/pages"
 )
 
-// Cookie names. The session cookie is HttpOnly and SameSite=Lax (it must
-// ride the top-level redirect from a client to the authorization
-// endpoint); the CSRF cookie is SameSite=Strict.
-const (
-	SessionCookieName = "visor_session"
-	csrfCookieName    = "visor_csrf"
-)
+// SessionCookieName names the member's session cookie: HttpOnly and
+// SameSite=Lax (it must ride the top-level redirect from a client to the
+// authorization endpoint).
+const SessionCookieName = "visor_session"
 
 func randomToken() string {
 	var b [32]byte
@@ -34,40 +29,6 @@ func randomToken() string {
 }
 
 func (s *Server) secureCookies() bool { return strings.HasPrefix(s.urls.Base, "https://") }
-
-// csrfToken returns the form token for this browser, setting the CSRF
-// cookie when it is missing. The form token is an HMAC of the cookie, so a
-// cookie planted by a sibling site does not yield a valid form token.
-func (s *Server) csrfToken(c echo.Context) string {
-	v := ""
-	if ck, err := c.Cookie(csrfCookieName); err == nil && len(ck.Value) == 43 {
-		v = ck.Value
-	} else {
-		v = randomToken()
-		c.SetCookie(&http.Cookie{Name: csrfCookieName, Value: v, Path: "/", HttpOnly: true, Secure: s.secureCookies(),
-			SameSite: http.SameSiteStrictMode})
-	}
-	return s.csrfFor(v)
-}
-
-func (s *Server) csrfFor(cookie string) string {
-	m := hmac.New(sha256.New, s.csrfKey)
-	m.Write([]byte(cookie))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// checkCSRF verifies a form post: the token must match the cookie, and an
-// Origin header, when sent, must be our own.
-func (s *Server) checkCSRF(c echo.Context) bool {
-	if o := c.Request().Header.Get("Origin"); o != "" && o != s.urls.Base {
-		return false
-	}
-	ck, err := c.Cookie(csrfCookieName)
-	if err != nil {
-		return false
-	}
-	return hmac.Equal([]byte(c.FormValue("csrf_token")), []byte(s.csrfFor(ck.Value)))
-}
 
 // member returns the signed-in member of tenant t, if any.
 func (s *Server) member(c echo.Context, t identity.Tenant) (identity.Member, bool) {
@@ -118,36 +79,32 @@ func (s *Server) ResolveSession(ctx context.Context, value string) (identity.Ten
 		CredentialID: identity.SessionPrefix + hex.EncodeToString(ss.IDHash[:8]), Scopes: m.Role.Scopes()}, nil
 }
 
-type loginData struct {
-	Action, CSRF, ReturnTo, Email, Error string
-}
-
-// safeReturn keeps a post-login destination inside the tenant's own pages.
+// safeReturn keeps a post-login destination inside the tenant's own pages;
+// the dashboard otherwise.
 func safeReturn(t identity.Tenant, raw string) string {
 	prefix := "/t/" + t.Slug + "/"
-	if !strings.HasPrefix(raw, prefix) || strings.ContainsAny(raw, "\\\r\n") || strings.HasPrefix(raw, "//") {
-		return prefix + "login"
+	if !strings.HasPrefix(raw, prefix) || strings.ContainsAny(raw, "\\\r\n") || strings.HasPrefix(raw, "//") ||
+		strings.HasPrefix(raw, prefix+"login") {
+		return prefix + "dashboard"
 	}
 	return raw
 }
 
-func (s *Server) renderLogin(c echo.Context, t identity.Tenant, status int, d loginData) error {
-	d.Action = "/t/" + t.Slug + "/login"
-	d.CSRF = s.csrfToken(c)
-	return pages.Render(c.Response(), status, "login.html", pages.Page{Title: "Sign in", Tenant: t.Name, Data: d})
+func (s *Server) renderLogin(c echo.Context, t identity.Tenant, status int, d LoginView) error {
+	return s.pages.Login(c, t, status, d)
 }
 
 func (s *Server) loginPage(c echo.Context) error {
 	t, _ := auth.TenantFrom(c.Request().Context())
-	return s.renderLogin(c, t, http.StatusOK, loginData{ReturnTo: safeReturn(t, c.QueryParam("return_to"))})
+	return s.renderLogin(c, t, http.StatusOK, LoginView{ReturnTo: safeReturn(t, c.QueryParam("return_to"))})
 }
 
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	t, _ := auth.TenantFrom(ctx)
-	d := loginData{ReturnTo: safeReturn(t, c.FormValue("return_to")), Email: c.FormValue("email")}
-	if !s.checkCSRF(c) {
-		d.Error = "Your form expired. Please try again."
+	d := LoginView{ReturnTo: safeReturn(t, c.FormValue("return_to")), Email: c.FormValue("email")}
+	if !s.pages.CheckCSRF(c) {
+		d.Error = msgFormExpired
 		return s.renderLogin(c, t, http.StatusForbidden, d)
 	}
 	email := strings.ToLower(strings.TrimSpace(d.Email))
@@ -167,27 +124,34 @@ func (s *Server) login(c echo.Context) error {
 	if !okIP || !okEmail {
 		undo()
 		s.log.WarnContext(ctx, "sign-in rate limited", "tenant", t.ID, "ip", c.RealIP())
-		d.Error = "Too many sign-in attempts. Wait a few minutes and try again."
+		d.Error = msgLoginLimited
 		return s.renderLogin(c, t, http.StatusTooManyRequests, d)
 	}
 	m, err := s.identity.Authenticate(ctx, t.ID, email, c.FormValue("password"))
 	if fault.Is(err, fault.Unauthorized) {
 		s.log.InfoContext(ctx, "sign-in failed", "tenant", t.ID, "ip", c.RealIP())
-		d.Error = "Wrong email or password."
+		d.Error = msgLoginWrong
 		return s.renderLogin(c, t, http.StatusUnauthorized, d)
 	}
 	undo()
 	if err != nil {
 		s.log.ErrorContext(ctx, "sign in", "tenant", t.ID, "err", err)
-		d.Error = "Signing in is unavailable right now. Try again soon."
+		d.Error = msgLoginUnavailable
 		return s.renderLogin(c, t, http.StatusServiceUnavailable, d)
 	}
 	value := randomToken()
 	ss := credentials.Session{TenantID: t.ID, IDHash: hashSession(value), MemberID: m.ID, ExpiresAt: s.now().Add(s.cfg.SessionTTL)}
 	if err := s.store.CreateSession(ctx, &ss); err != nil {
 		s.log.ErrorContext(ctx, "create session", "tenant", t.ID, "err", err)
-		d.Error = "Signing in is unavailable right now. Try again soon."
+		d.Error = msgLoginUnavailable
 		return s.renderLogin(c, t, http.StatusServiceUnavailable, d)
+	}
+	// A new session at every sign-in: whatever session this browser held
+	// before (perhaps planted, perhaps another member's) ends now.
+	if old, err := c.Cookie(SessionCookieName); err == nil && old.Value != "" {
+		if err := s.store.DeleteSession(ctx, hashSession(old.Value)); err != nil {
+			s.log.ErrorContext(ctx, "end the previous session", "tenant", t.ID, "err", err)
+		}
 	}
 	s.rememberDevice(c, t, email, device)
 	s.log.InfoContext(ctx, "member signed in", "tenant", t.ID, "member", m.ID)
@@ -198,9 +162,8 @@ func (s *Server) login(c echo.Context) error {
 
 func (s *Server) logout(c echo.Context) error {
 	t, _ := auth.TenantFrom(c.Request().Context())
-	if !s.checkCSRF(c) {
-		return pages.Render(c.Response(), http.StatusForbidden, "error.html", pages.Page{Title: "Sign out", Tenant: t.Name,
-			Data: "Your form expired. Please try again."})
+	if !s.pages.CheckCSRF(c) {
+		return s.pages.Problem(c, t, http.StatusForbidden, Problem{Title: "signout.title", Message: msgFormExpired})
 	}
 	if ck, err := c.Cookie(SessionCookieName); err == nil {
 		if err := s.store.DeleteSession(c.Request().Context(), hashSession(ck.Value)); err != nil {

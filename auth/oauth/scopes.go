@@ -14,24 +14,16 @@ var ScopeWords = map[string]string{
 	identity.ScopeToolsAdmin: "call administrative tools: create, change, spawn or remove AI employees",
 }
 
-// scopeLine is one granted scope on the consent page: its words and the
-// tools it adds for this client.
-type scopeLine struct {
-	Name, Words string
-	Tools       []string
-}
-
-// describeScopes explains scopes for tenant t: each scope's words and the
-// tools whose minimum scope it is, among those the client will see
+// describeScopes lists scopes for tenant t, each with the tools whose minimum scope it is, among those the client will see
 // (tools.Registry.ClientTools). A tool is named once, under its own scope.
-func (s *Server) describeScopes(t identity.Tenant, scopes []string) []scopeLine {
+func (s *Server) describeScopes(t identity.Tenant, scopes []string) []ScopeLine {
 	var seen []*tools.Tool
 	if s.cfg.Tools != nil {
 		seen = s.cfg.Tools.ClientTools(t, scopes)
 	}
-	out := make([]scopeLine, 0, len(scopes))
+	out := make([]ScopeLine, 0, len(scopes))
 	for _, sc := range scopes {
-		line := scopeLine{Name: sc, Words: ScopeWords[sc]}
+		line := ScopeLine{Name: sc}
 		for _, tl := range seen {
 			if tl.Scope == sc {
 				line.Tools = append(line.Tools, tl.Name)

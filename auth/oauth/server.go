@@ -58,6 +58,9 @@ type Config struct {
 	// Tools is the MCP endpoint's tool registry: the consent page names
 	// the tools each scope lets the client call. Nil names none.
 	Tools *tools.Registry
+	// Pages renders the sign-in, consent and error pages (the web UI);
+	// required.
+	Pages Pages
 }
 
 func (c *Config) defaults() {
@@ -97,7 +100,7 @@ type Server struct {
 	identity   *identity.Service
 	clients    *clientLoader
 	log        *slog.Logger
-	csrfKey    []byte
+	pages      Pages
 	loginIP    *limiter
 	loginEmail *limiter
 	// loginDevice counts failures from a browser the member signed in
@@ -121,19 +124,20 @@ func New(ctx context.Context, cfg Config, store credentials.Store, ids *identity
 			return nil, fmt.Errorf("load the OAuth signing secret: %w", err)
 		}
 	}
+	if cfg.Pages == nil {
+		return nil, fmt.Errorf("the OAuth server needs the web UI's pages (Config.Pages)")
+	}
 	if len(secret) < 32 {
 		return nil, fmt.Errorf("the OAuth HMAC secret must be at least 32 bytes")
 	}
 	urls := auth.NewURLs(cfg.BaseURL)
-	s := &Server{cfg: cfg, urls: urls, store: store, identity: ids, log: log, now: time.Now,
+	s := &Server{cfg: cfg, urls: urls, store: store, identity: ids, log: log, now: time.Now, pages: cfg.Pages,
 		loginIP: newLimiter("login-ip", cfg.LoginLimit, cfg.Limiter), loginEmail: newLimiter("login-email", cfg.LoginLimit, cfg.Limiter),
 		loginDevice: newLimiter("login-device", cfg.LoginLimit, cfg.Limiter),
 		register:    newLimiter("register-source", cfg.RegisterLimit, cfg.Limiter), registerCeiling: newLimiter("register-tenant", cfg.RegisterCeiling, cfg.Limiter)}
 	// Derive separate keys so the whole configured secret counts, whatever
-	// its length, and the CSRF key never equals the token key.
+	// its length, and the device key never equals the token key.
 	hmacKey := sha256.Sum256(append([]byte("visor oauth hmac\x00"), secret...))
-	csrf := sha256.Sum256(append([]byte("visor csrf\x00"), secret...))
-	s.csrfKey = csrf[:]
 	device := sha256.Sum256(append([]byte("visor device\x00"), secret...))
 	s.deviceKey = device[:]
 	s.clients = &clientLoader{store: store, urls: urls, fetcher: NewFetcher(cfg.Fetcher), ttl: cfg.MetadataTTL, now: time.Now,

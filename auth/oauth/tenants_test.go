@@ -76,7 +76,7 @@ func TestLoginRefusals(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.status)
 	require.Contains(t, p.header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
 	csrf := field(t, csrfRE, p.body)
-	require.Equal(t, "/t/acme/login", field(t, returnRE, p.body), "an outside return_to is dropped")
+	require.Equal(t, "/t/acme/dashboard", field(t, returnRE, p.body), "an outside return_to is dropped for the dashboard")
 
 	form := url.Values{"csrf_token": {csrf}, "email": {"alice@acme.test"}, "password": {password}}
 	res := b.post(e.base+"/t/acme/login", url.Values{"email": {"alice@acme.test"}, "password": {password}}, e.base)

@@ -46,13 +46,13 @@ func loadOAuthConfig(get func(string) string, bad func(name, format string, args
 }
 
 // mountOAuth builds the authorization server, whose consent page names the
-// tools of reg, makes resolver accept its access tokens, member sessions
+// tools of reg and whose pages the web UI draws, makes resolver accept its access tokens, member sessions
 // and round tokens, registers its routes on e, and returns its admin API
 // resources.
-func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resolver, baseURL string, reg *tools.Registry) ([]api.Resource, error) {
+func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resolver, baseURL string, reg *tools.Registry, pages oauth.Pages) ([]api.Resource, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	as, err := a.oauthServer(ctx, baseURL, reg)
+	as, err := a.oauthServer(ctx, baseURL, reg, pages)
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +68,11 @@ func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resol
 // oauthServer builds the authorization server for baseURL, whose consent
 // page names the tools of reg. Its sign-in, registration and fetch limits
 // count in Redis, so every replica draws on one budget.
-func (a *app) oauthServer(ctx context.Context, baseURL string, reg *tools.Registry) (*oauth.Server, error) {
+func (a *app) oauthServer(ctx context.Context, baseURL string, reg *tools.Registry, pages oauth.Pages) (*oauth.Server, error) {
 	cfg := oauth.Config{
 		BaseURL: baseURL, HMACSecret: []byte(a.cfg.OAuth.HMACSecret), AccessTokenTTL: a.cfg.OAuth.AccessTokenTTL,
 		RefreshTokenTTL: a.cfg.OAuth.RefreshTokenTTL, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: a.cfg.OAuth.CIMDDevHosts},
-		Tools: reg,
+		Tools: reg, Pages: pages,
 	}
 	if a.rdb != nil {
 		cfg.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)

@@ -32,10 +32,15 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 	}
 	// One registry: the consent page names the tools the endpoint serves.
 	reg := catalog.New(a.families()...)
-	oauthAPI, err := a.mountOAuth(ctx, s.Echo(), resolver, baseURL, reg)
+	frame, err := a.uiFrame(ctx, baseURL)
 	if err != nil {
 		return err
 	}
+	oauthAPI, err := a.mountOAuth(ctx, s.Echo(), resolver, baseURL, reg, frame)
+	if err != nil {
+		return err
+	}
+	a.mountDashboard(s.Echo(), resolver, frame, reg)
 	a.adminAPI(resolver, baseURL, append(oauthAPI, api.AuditResource(a.stores.audit), api.ReservationsResource(a.stores.reservations))...).Register(s.Echo())
 	if err := a.mountRuntime(ctx, s, resolver); err != nil {
 		return err

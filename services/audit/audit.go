@@ -26,9 +26,10 @@ const (
 
 // Sources: where a recorded action came from.
 const (
-	SourceMCP      = "mcp"       // a tools/call on the MCP endpoint
-	SourceAdminAPI = "admin_api" // an operation of the admin API
-	SourceCLI      = "cli"       // a visor subcommand run against the database
+	SourceMCP       = "mcp"       // a tools/call on the MCP endpoint
+	SourceAdminAPI  = "admin_api" // an operation of the admin API
+	SourceCLI       = "cli"       // a visor subcommand run against the database
+	SourceDashboard = "dashboard" // a form posted in the operator dashboard
 )
 
 // Entry is one audit row. A tool call's row never holds argument values:

@@ -35,7 +35,7 @@ type AuditEvent struct {
 	EventType     string    `json:"event_type"`
 	Message       string    `json:"message,omitempty"`
 	LatencyUS     int64     `json:"latency_us"`
-	// Source is where the action came from: mcp, admin_api or cli.
+	// Source is where the action came from: mcp, admin_api, cli or dashboard.
 	Source string `json:"source"`
 	// Action, Object and Change describe an operator action: the admin
 	// API operation (the CLI uses the same names), what it was done to,
@@ -88,7 +88,7 @@ var auditFilters = []QueryParam{
 	{Name: "outcome", Type: "string", Enum: []string{audit.OutcomeOK, audit.OutcomeToolError, audit.OutcomeRejected, audit.OutcomeRefused, audit.OutcomeFailed},
 		Description: "How it ended."},
 	{Name: "event_type", Type: "string", Description: "The audit event, e.g. scope_denied or capability_denied."},
-	{Name: "source", Type: "string", Enum: []string{audit.SourceMCP, audit.SourceAdminAPI, audit.SourceCLI}, Description: "Where the action came from."},
+	{Name: "source", Type: "string", Enum: []string{audit.SourceMCP, audit.SourceAdminAPI, audit.SourceCLI, audit.SourceDashboard}, Description: "Where the action came from."},
 	{Name: "action", Type: "string", Description: "An operator action: the admin API operation id, e.g. createAgent."},
 	{Name: "object", Type: "string", Description: "What an operator action was done to."},
 	{Name: "since", Type: "string", Format: "date-time", Description: "Rows at or after this RFC 3339 time."},

@@ -20,6 +20,7 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
+	"github.com/visorhq/visor/web/ui"
 )
 
 // oauthFixture serves the admin API with the OAuth clients and round token
@@ -43,7 +44,9 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
 	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
 	ctx := context.Background()
-	as, err := oauth.New(ctx, oauth.Config{BaseURL: "http://visor.test"}, creds, ids, log)
+	frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: "http://visor.test", Secret: make([]byte, 32)})
+	require.NoError(t, err)
+	as, err := oauth.New(ctx, oauth.Config{BaseURL: "http://visor.test", Pages: frame}, creds, ids, log)
 	require.NoError(t, err)
 	rounds := auth.NewRounds(creds, store)
 	rounds.Changes = resolver

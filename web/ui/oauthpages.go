@@ -1,0 +1,29 @@
+package ui
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// The Frame renders the authorization server's pages.
+var _ oauth.Pages = (*Frame)(nil)
+
+// Login implements oauth.Pages.
+func (f *Frame) Login(c echo.Context, t identity.Tenant, status int, v oauth.LoginView) error {
+	return f.Render(c, status, "login", &View{Title: "login.title", Tenant: t, Data: v})
+}
+
+// Consent implements oauth.Pages.
+func (f *Frame) Consent(c echo.Context, t identity.Tenant, v oauth.ConsentView, formTarget string) error {
+	return f.Render(c, 200, "consent", &View{Title: "consent.title", Tenant: t, Data: v}, formTarget)
+}
+
+// Problem implements oauth.Pages.
+func (f *Frame) Problem(c echo.Context, t identity.Tenant, status int, p oauth.Problem) error {
+	v := &View{Title: p.Title, Tenant: t}
+	v.Lang = requestLang(c.Request(), "")
+	v.Data = f.cat.T(v.Lang, p.Message, p.Args...)
+	return f.Render(c, status, "error", v)
+}
