@@ -77,8 +77,6 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.agentRoutes(g)
 }
 
-type viewKey struct{}
-
 // signedIn resolves the member's session. Without one the browser is sent
 // to the sign-in page, which brings it back here.
 func (d *Dashboard) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
