@@ -75,6 +75,8 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	})
 	g.POST("/signout-everywhere", d.action("signOutEverywhere", identity.ReadTenant, d.signOutEverywhere))
 	d.agentRoutes(g)
+	d.keyRoutes(g)
+	d.memberRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

@@ -42,6 +42,8 @@ type env struct {
 	members map[identity.Role]identity.Member
 	a, b    identity.Tenant
 	bob     identity.Member
+	// replica builds another server over the same stores.
+	replica func() *echo.Echo
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -76,7 +78,7 @@ func testTools() *tools.Registry {
 	return reg
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	t.Helper()
 	e := &env{t: t, members: map[identity.Role]identity.Member{}, audit: &audit.Memory{}}
 	db := pgtest.New(t)
@@ -102,21 +104,42 @@ func newEnv(t testing.TB) *env {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 	e.base = srv.URL
-
-	frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("s", 32)), Preferences: e.store, Logger: log})
-	require.NoError(t, err)
-	as, err := oauth.New(ctx, oauth.Config{BaseURL: e.base, Pages: frame}, creds, e.ids, log)
-	require.NoError(t, err)
-	resolver := auth.NewResolver(e.store, e.store, auth.NewURLs(e.base), log)
-	as.Attach(resolver)
-	ec := echo.New()
-	as.Register(ec, resolver.LoadTenant())
-	reg := testTools()
-	ui.NewDashboard(frame, ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: reg,
-		Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log}).Register(ec, resolver.LoadTenant())
-	e.echo = ec
-	h = ec
+	e.replica = func() *echo.Echo {
+		// A replica: its own frame, authorization server, resolver and
+		// dashboard over the same database, at the same public URL.
+		frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("s", 32)), Preferences: e.store, Logger: log})
+		require.NoError(t, err)
+		as, err := oauth.New(ctx, oauth.Config{BaseURL: e.base, Pages: frame}, creds, e.ids, log)
+		require.NoError(t, err)
+		resolver := auth.NewResolver(e.store, e.store, auth.NewURLs(e.base), log)
+		as.Attach(resolver)
+		ec := echo.New()
+		as.Register(ec, resolver.LoadTenant())
+		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
+			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log}
+		for _, f := range tweak {
+			f(&deps)
+		}
+		ui.NewDashboard(frame, deps).Register(ec, resolver.LoadTenant())
+		return ec
+	}
+	e.echo = e.replica()
+	h = e.echo
 	return e
+}
+
+// onReplica makes the browser's requests go to handler h (another
+// replica) instead of the first one, at the same URL and cookies.
+func (b *browser) onReplica(h http.Handler) {
+	b.c.Transport = replicaTransport{h}
+}
+
+type replicaTransport struct{ h http.Handler }
+
+func (rt replicaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	w := httptest.NewRecorder()
+	rt.h.ServeHTTP(w, r)
+	return w.Result(), nil
 }
 
 // browser is a member's user agent: a cookie jar and no automatic

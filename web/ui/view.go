@@ -120,5 +120,7 @@ type MenuItem struct {
 func menu() []MenuItem {
 	return []MenuItem{
 		{"nav.agents", "agents", identity.ReadTenant},
+		{"nav.keys", "keys", identity.ReadTenant},
+		{"nav.members", "members", identity.ReadTenant},
 	}
 }
