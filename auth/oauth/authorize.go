@@ -234,7 +234,7 @@ func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.Auth
 		return s.fail(c, t, "load client for consent", err)
 	}
 	shown, native, formTarget := redirectTarget(ar.GetRedirectURI())
-	v := ConsentView{ClientName: cl.Name, ClientID: cl.ID, RedirectHost: shown, NativeApp: native, MemberEmail: m.Email,
+	v := ConsentView{MemberID: m.ID, ClientName: cl.Name, ClientID: cl.ID, RedirectHost: shown, NativeApp: native, MemberEmail: m.Email,
 		Action: "/t/" + t.Slug + "/oauth/authorize?" + c.Request().URL.RawQuery,
 		Scopes: s.describeScopes(t, ar.GetRequestedScopes()), Withheld: withheld, Role: m.Role}
 	if v.ClientName == "" {

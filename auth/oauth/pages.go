@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/identity"
@@ -27,8 +28,10 @@ type LoginView struct {
 
 // ConsentView is the consent page's data. RedirectHost is where the member
 // is sent after answering: a host, or a native application's scheme when
-// NativeApp.
+// NativeApp. MemberID names the signed-in member, whose language the page
+// speaks.
 type ConsentView struct {
+	MemberID                                                uuid.UUID
 	ClientName, ClientID, RedirectHost, MemberEmail, Action string
 	NativeApp                                               bool
 	Role                                                    identity.Role

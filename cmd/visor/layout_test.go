@@ -38,6 +38,9 @@ func TestLayoutAndDependencyDirection(t *testing.T) {
 				for _, bad := range edges {
 					require.False(t, strings.HasPrefix(imp, bad), "%s imports %s: storage imports no edge", pkg, imp)
 				}
+			case strings.HasPrefix(pkg, module+"/auth"):
+				require.False(t, strings.HasPrefix(imp, module+"/web/ui"), "%s imports %s: the web UI draws auth's pages, never the reverse", pkg, imp)
+				require.False(t, strings.HasPrefix(imp, module+"/cmd"), "%s imports %s: only cmd wires cmd", pkg, imp)
 			case !strings.HasPrefix(pkg, module+"/cmd/"):
 				require.False(t, strings.HasPrefix(imp, module+"/cmd"), "%s imports %s: only cmd wires cmd", pkg, imp)
 			}

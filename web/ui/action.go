@@ -30,11 +30,8 @@ func (d *Dashboard) action(op string, need identity.Action, h Handler) echo.Hand
 	return func(c echo.Context) error {
 		v := viewOf(c)
 		ctx := c.Request().Context()
-		if d.d.Limiter != nil {
-			ok, err := d.d.Limiter.Allow(ctx, "dashboard-post|"+v.Tenant.ID.String()+"|"+v.Member.ID.String(), d.d.PostLimit, time.Minute)
-			if err == nil && !ok {
-				return d.fail(c, v, fault.New(fault.RateLimited, "too many changes in a minute; wait a moment"))
-			}
+		if !d.allowPost(ctx, "dashboard-post|"+v.Tenant.ID.String()+"|"+v.Member.ID.String()) {
+			return d.fail(c, v, fault.New(fault.RateLimited, "too many changes in a minute; wait a moment"))
 		}
 		if !d.f.CheckCSRF(c) {
 			_ = d.record(ctx, v, op, nil, http.StatusForbidden, "the form's CSRF token is missing or wrong")

@@ -36,7 +36,8 @@ type Deps struct {
 	Tools    *tools.Registry
 	Subjects *tools.Subjects
 	// Limiter bounds each member's form posts, counted in Redis so every
-	// replica draws on one budget; nil counts nothing.
+	// replica draws on one budget; nil (or a limiter that does not answer)
+	// counts in this replica's memory.
 	Limiter Limiter
 	// PostLimit bounds each member's form posts [120 per minute].
 	PostLimit int
@@ -45,8 +46,9 @@ type Deps struct {
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
 type Dashboard struct {
-	f *Frame
-	d Deps
+	f     *Frame
+	d     Deps
+	local *localCounts
 }
 
 // NewDashboard returns the dashboard drawn in f.
@@ -57,7 +59,7 @@ func NewDashboard(f *Frame, d Deps) *Dashboard {
 	if d.Logger == nil {
 		d.Logger = f.log
 	}
-	return &Dashboard{f: f, d: d}
+	return &Dashboard{f: f, d: d, local: &localCounts{win: map[string]*postCount{}, now: time.Now}}
 }
 
 // Handler serves one dashboard page or action. v arrives with the tenant,

@@ -17,7 +17,13 @@ func (f *Frame) Login(c echo.Context, t identity.Tenant, status int, v oauth.Log
 
 // Consent implements oauth.Pages.
 func (f *Frame) Consent(c echo.Context, t identity.Tenant, v oauth.ConsentView, formTarget string) error {
-	return f.Render(c, 200, "consent", &View{Title: "consent.title", Tenant: t, Data: v}, formTarget)
+	page := &View{Title: "consent.title", Tenant: t, Data: v}
+	if f.prefs != nil {
+		if l, err := f.prefs.MemberLanguage(c.Request().Context(), t.ID, v.MemberID); err == nil {
+			page.Lang = requestLang(c.Request(), Lang(l))
+		}
+	}
+	return f.Render(c, 200, "consent", page, formTarget)
 }
 
 // Problem implements oauth.Pages.
