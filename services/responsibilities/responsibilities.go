@@ -149,6 +149,13 @@ type Wakeup struct {
 	CreatedBy        string      `json:"created_by"`
 	CreatedAt        time.Time   `json:"created_at"`
 	SettledAt        *time.Time  `json:"settled_at,omitempty"`
+	// Flags are the injection-scan rules a question matched
+	// (services/injection); AnswerFlags those of its answer.
+	Flags       []string   `json:"flags,omitempty"`
+	Answer      string     `json:"answer,omitempty"`
+	AnswerFlags []string   `json:"answer_flags,omitempty"`
+	AnsweredBy  string     `json:"answered_by,omitempty"`
+	ReportedAt  *time.Time `json:"reported_at,omitempty"`
 }
 
 // Usage is what one window has used.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/injection"
 	"github.com/visorhq/visor/services/tools"
 )
 
@@ -70,9 +71,11 @@ type Relations interface {
 
 // Service applies the responsibility rules on top of a Store.
 type Service struct {
-	store Store
-	rel   Relations
-	now   func() time.Time
+	store     Store
+	rel       Relations
+	now       func() time.Time
+	questions QuestionStore
+	zones     ScheduleStore
 }
 
 // NewService returns the service.
@@ -337,7 +340,10 @@ func (s *Service) Ask(ctx context.Context, sub *tools.Subject, id uuid.UUID, q N
 		if opts == nil {
 			opts = []string{}
 		}
+		// The question and its options are scanned together; a match is
+		// shown to operators as a warning, never refused.
+		flags := ruleStrings(injection.Scan(strings.Join(append([]string{q.Text}, opts...), "\n")))
 		return &Wakeup{ID: uuid.New(), RunID: run.ID, Kind: Question, Epoch: r.Epoch, DueAt: now.Add(ttl).UTC(),
-			Question: q.Text, Options: opts, CreatedBy: sub.Principal.ID()}, nil
+			Question: q.Text, Options: opts, Flags: flags, CreatedBy: sub.Principal.ID()}, nil
 	})
 }

@@ -47,6 +47,8 @@ func setup(t *testing.T) *fixture {
 	f.store = postgres.NewResponsibilityStore(f.db)
 	f.svc = responsibilities.NewService(f.store, agents.NewDelegation(idStore))
 	f.svc.SetClock(f.clock)
+	f.svc.SetQuestions(f.store)
+	f.svc.SetSchedules(f.store)
 	var err error
 	f.acme, err = ids.CreateTenant(f.ctx, "acme", "Acme")
 	require.NoError(t, err)

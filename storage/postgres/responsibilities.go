@@ -19,6 +19,7 @@ import (
 type ResponsibilityStore struct {
 	db    *DB
 	queue JobQueue
+	jobs  DutyJobs
 }
 
 var _ responsibilities.Store = (*ResponsibilityStore)(nil)
@@ -48,12 +49,13 @@ func scanRun(row pgx.Row) (responsibilities.Run, error) {
 	return r, err
 }
 
-const rwCols = `tenant_id, id, responsibility_id, run_id, kind, epoch, due_at, question, options, state, created_by, created_at, settled_at`
+const rwCols = `tenant_id, id, responsibility_id, run_id, kind, epoch, due_at, question, options, state, created_by, created_at, settled_at,
+	flags, answer, answer_flags, answered_by, reported_at`
 
 func scanRW(row pgx.Row) (responsibilities.Wakeup, error) {
 	var w responsibilities.Wakeup
 	err := row.Scan(&w.TenantID, &w.ID, &w.ResponsibilityID, &w.RunID, &w.Kind, &w.Epoch, &w.DueAt, &w.Question, &w.Options,
-		&w.State, &w.CreatedBy, &w.CreatedAt, &w.SettledAt)
+		&w.State, &w.CreatedBy, &w.CreatedAt, &w.SettledAt, &w.Flags, &w.Answer, &w.AnswerFlags, &w.AnsweredBy, &w.ReportedAt)
 	return w, err
 }
 
@@ -66,13 +68,20 @@ func (s *ResponsibilityStore) CreateResponsibility(ctx context.Context, r *respo
 	if r.WindowAnchor.IsZero() {
 		anchor = nil
 	}
-	err := s.db.Pool.QueryRow(ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, charter, schedule, period_secs,
-			window_anchor, run_limit, followup_limit, spend_cap_cents, min_wake_interval_secs, stop_at, subscriptions, status, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()), $9, $10, $11, $12, $13, $14, $15, $16)
-		RETURNING window_anchor, epoch, created_at, updated_at`,
-		r.TenantID, r.ID, r.AgentID, r.Name, r.Charter, r.Schedule, r.PeriodSecs, anchor, r.RunLimit, r.FollowupLimit,
-		r.SpendCapCents, r.MinWakeIntervalSecs, r.StopAt, r.Subscriptions, r.Status, r.CreatedBy).
-		Scan(&r.WindowAnchor, &r.Epoch, &r.CreatedAt, &r.UpdatedAt)
+	// The first scheduled tick is armed in the same transaction.
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, charter, schedule, period_secs,
+				window_anchor, run_limit, followup_limit, spend_cap_cents, min_wake_interval_secs, stop_at, subscriptions, status, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()), $9, $10, $11, $12, $13, $14, $15, $16)
+			RETURNING window_anchor, epoch, created_at, updated_at`,
+			r.TenantID, r.ID, r.AgentID, r.Name, r.Charter, r.Schedule, r.PeriodSecs, anchor, r.RunLimit, r.FollowupLimit,
+			r.SpendCapCents, r.MinWakeIntervalSecs, r.StopAt, r.Subscriptions, r.Status, r.CreatedBy).
+			Scan(&r.WindowAnchor, &r.Epoch, &r.CreatedAt, &r.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		return s.resetJobs(ctx, tx, *r)
+	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23503" {
 		return fault.Newf(fault.Invalid, err, "agent %s is not an AI employee of this tenant", r.AgentID)
@@ -128,7 +137,11 @@ func (s *ResponsibilityStore) UpdateResponsibility(ctx context.Context, tenantID
 		}
 		_, err = tx.Exec(ctx, `UPDATE responsibility_wakeups SET state = 'cancelled', settled_at = now()
 			WHERE tenant_id = $1 AND responsibility_id = $2 AND state = 'pending'`, tenantID, id)
-		return err
+		if err != nil {
+			return err
+		}
+		r.TenantID, r.ID = tenantID, id
+		return s.resetJobs(ctx, tx, r)
 	})
 	return r, err
 }
@@ -239,10 +252,13 @@ func (s *ResponsibilityStore) Arm(ctx context.Context, tenantID, responsibilityI
 		if nw.Options == nil {
 			nw.Options = []string{}
 		}
+		if nw.Flags == nil {
+			nw.Flags = []string{}
+		}
 		err = tx.QueryRow(ctx, `INSERT INTO responsibility_wakeups (tenant_id, id, responsibility_id, run_id, kind, epoch, due_at,
-				question, options, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING state, created_at`,
-			tenantID, nw.ID, responsibilityID, nw.RunID, nw.Kind, nw.Epoch, nw.DueAt, nw.Question, nw.Options, nw.CreatedBy).
+				question, options, created_by, flags)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING state, created_at`,
+			tenantID, nw.ID, responsibilityID, nw.RunID, nw.Kind, nw.Epoch, nw.DueAt, nw.Question, nw.Options, nw.CreatedBy, nw.Flags).
 			Scan(&nw.State, &nw.CreatedAt)
 		if isUnique(err) {
 			return fault.New(fault.Conflict, "this responsibility already holds a live wake-up")
@@ -252,6 +268,9 @@ func (s *ResponsibilityStore) Arm(ctx context.Context, tenantID, responsibilityI
 		}
 		nw.TenantID, nw.ResponsibilityID = tenantID, responsibilityID
 		w = *nw
+		if s.jobs != nil {
+			return s.jobs.ArmWakeupTx(ctx, tx, w)
+		}
 		return nil
 	})
 	return w, err
