@@ -137,7 +137,10 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.board = a.newBoard()
 	duties := postgres.NewResponsibilityStore(a.db)
 	duties.SetQueue(a.jobs)
+	duties.SetJobs(worker.DutyJobs{Client: a.jobs.Client})
 	a.duties = responsibilities.NewService(duties, agents.NewDelegation(a.stores.identity))
+	a.duties.SetQuestions(duties)
+	a.duties.SetSchedules(duties)
 	a.board.SetRuns(a.duties)
 	a.computer = a.newComputer()
 	return a, nil

@@ -13,7 +13,9 @@ func workerCommand() command {
 		name: "worker", summary: "run background jobs (River) until SIGTERM/SIGINT",
 		detail: `Works the job queue in Postgres: it delivers wake-ups to AI employees'
 runtimes (signed webhooks, retried, then kept as dead letters), starts due
-routines and reminders, and removes expired API keys, expired OAuth codes,
+routines and reminders, fires responsibility wake-ups (follow-ups, question
+expiries and scheduled runs, each a job at its due time), and removes
+expired API keys, expired OAuth codes,
 tokens and sessions, and settled wake-ups older than thirty days. On SIGTERM
 or SIGINT it stops fetching and lets running jobs finish for up to
 VISOR_SHUTDOWN_TIMEOUT, then cancels them. Needs Postgres and Redis and a

@@ -13,10 +13,12 @@ import (
 
 // jobWords says where `visor help worker` mentions each job kind.
 var jobWords = map[string]string{
-	"deliver_wakeup": "delivers wake-ups",
-	"prune_wakeups":  "settled wake-ups",
-	"prune_keys":     "expired API keys",
-	"oauth_cleanup":  "expired OAuth codes",
+	"deliver_wakeup":        "delivers wake-ups",
+	"prune_wakeups":         "settled wake-ups",
+	"prune_keys":            "expired API keys",
+	"oauth_cleanup":         "expired OAuth codes",
+	"responsibility_wakeup": "responsibility wake-ups",
+	"responsibility_tick":   "scheduled runs",
 }
 
 // TestWorkerHelpPromisesOnlyItsJobs: `visor help worker` names every job
@@ -33,7 +35,7 @@ func TestWorkerHelpPromisesOnlyItsJobs(t *testing.T) {
 		require.Contains(t, res.stdout, words, kind)
 	}
 	require.Contains(t, res.stdout, "routines and reminders") // the dispatcher, which is no River job
-	for _, missing := range []string{"sandbox", "computer-use", "computer use", "responsibilit", "grant expiry", "browser"} {
+	for _, missing := range []string{"sandbox", "computer-use", "computer use", "grant expiry", "browser"} {
 		require.NotContains(t, res.stdout, missing, "the worker runs no such job")
 	}
 }

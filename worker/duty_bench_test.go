@@ -1,0 +1,140 @@
+package worker_test
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/responsibilities"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/worker"
+)
+
+// pgStats is the database's commit and row counters (pg_stat_database).
+type pgStats struct{ xacts, inserted, updated, fetched int64 }
+
+func (e *dutyEnv) pgStats(b *testing.B) pgStats {
+	b.Helper()
+	var s pgStats
+	require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT xact_commit + xact_rollback, tup_inserted, tup_updated, tup_fetched
+		FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.xacts, &s.inserted, &s.updated, &s.fetched))
+	return s
+}
+
+// BenchmarkHourlyTicks: VISOR_BENCH_DUTIES (10,000 if unset) active
+// responsibilities with the schedule "0 * * * *", their ticks all due at
+// the same instant (the top of the hour), worked by one worker process.
+// It reports the lateness of the runs (opened_at minus the tick's time)
+// at p50, p99 and max, how long the hour's runs took to open, and the
+// Postgres load: transactions and rows written per run, transactions per
+// second while the ticks were worked. Run with -benchtime=1x.
+func BenchmarkHourlyTicks(b *testing.B) {
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_DUTIES")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		benchTicks(b, n)
+	}
+}
+
+func benchTicks(b *testing.B, n int) {
+	b.Helper()
+	e := newDutyEnv(b)
+	_, err := e.db.Pool.Exec(e.ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, schedule, period_secs, run_limit,
+			followup_limit, spend_cap_cents, min_wake_interval_secs, created_by)
+		SELECT $1, gen_random_uuid(), $2, 'duty ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:bench'
+		FROM generate_series(1, $3) i`, e.tenant.ID, e.agent.ID, n)
+	require.NoError(b, err)
+	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM responsibilities WHERE tenant_id = $1`, e.tenant.ID)
+	require.NoError(b, err)
+	var ids []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		require.NoError(b, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(b, rows.Err())
+
+	ins, err := worker.NewInserter(e.db.Pool, nil)
+	require.NoError(b, err)
+	due := time.Now().Add(15 * time.Second).Truncate(time.Second).UTC()
+	for start := 0; start < len(ids); start += 1000 {
+		var params []river.InsertManyParams
+		for _, id := range ids[start:min(start+1000, len(ids))] {
+			params = append(params, river.InsertManyParams{Args: worker.DutyTickArgs{TenantID: e.tenant.ID, ResponsibilityID: id, Epoch: 1, At: due},
+				InsertOpts: &river.InsertOpts{Queue: worker.DutyQueue, ScheduledAt: due, UniqueOpts: river.UniqueOpts{ByArgs: true}}})
+		}
+		_, err := ins.InsertMany(e.ctx, params)
+		require.NoError(b, err)
+	}
+	e.runner(b)
+	time.Sleep(time.Until(due))
+	before := e.pgStats(b)
+	b.ResetTimer()
+	count := func() int {
+		var c int
+		require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1`, e.tenant.ID).Scan(&c))
+		return c
+	}
+	for count() < n {
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.StopTimer()
+	after := e.pgStats(b)
+	var p50, p99, worst, span float64
+	require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT
+			percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM opened_at - $2)),
+			percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM opened_at - $2)),
+			max(extract(epoch FROM opened_at - $2)), extract(epoch FROM max(opened_at) - min(opened_at))
+		FROM responsibility_runs WHERE tenant_id = $1 AND reason = $3`, e.tenant.ID, due, responsibilities.BySchedule).
+		Scan(&p50, &p99, &worst, &span))
+	var pending int
+	require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job WHERE kind = 'responsibility_tick' AND state = 'scheduled'`).Scan(&pending))
+	require.Equal(b, n, pending, "every tick armed the next hour's")
+	wall := max(worst, 0.001)
+	b.ReportMetric(float64(n), "duties")
+	b.ReportMetric(p50*1000, "late-p50-ms")
+	b.ReportMetric(p99*1000, "late-p99-ms")
+	b.ReportMetric(worst*1000, "late-max-ms")
+	b.ReportMetric(float64(after.xacts-before.xacts)/float64(n), "pg-xacts/run")
+	b.ReportMetric(float64(after.xacts-before.xacts)/wall, "pg-xacts/s")
+	b.ReportMetric(float64(after.inserted+after.updated-before.inserted-before.updated)/float64(n), "pg-rows-written/run")
+	b.ReportMetric(float64(n)/wall, "runs/s")
+}
+
+// BenchmarkFollowupCall: the cost of one responsibility_followup as the
+// service answers it (the row lock, the window's usage, the insert of the
+// wake-up and of its job, one transaction), reported at p50 and p99. The
+// armed follow-up is cancelled between calls, outside the timer.
+func BenchmarkFollowupCall(b *testing.B) {
+	e := newDutyEnv(b)
+	e.runner(b)
+	r := e.duty(b)
+	sub := &tools.Subject{Principal: identity.Principal{TenantID: e.tenant.ID, Kind: identity.KindEmployee, AgentID: e.agent.ID,
+		CredentialID: "key:ada", Scopes: []string{identity.ScopeToolsAdmin}}, Tenant: e.tenant, Agent: &e.agent}
+	took := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		_, err := e.svc.Followup(e.ctx, sub, r.ID, start.Add(time.Duration(10+i%30)*time.Minute))
+		took = append(took, time.Since(start))
+		b.StopTimer()
+		require.NoError(b, err)
+		_, err = e.db.Pool.Exec(e.ctx, `UPDATE responsibility_wakeups SET state = 'cancelled', settled_at = now()
+			WHERE tenant_id = $1 AND responsibility_id = $2 AND state = 'pending'`, r.TenantID, r.ID)
+		require.NoError(b, err)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}

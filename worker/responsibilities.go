@@ -1,0 +1,142 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/visorhq/visor/services/responsibilities"
+)
+
+// DutyQueue is the queue of responsibility wake-ups and scheduled runs,
+// apart from deliveries and housekeeping.
+const DutyQueue = "responsibilities"
+
+// DutyWakeupArgs is the job of one follow-up or question, scheduled at its
+// due time (a question's is its expiry). It is unique by its arguments,
+// so however many workers run, one job exists and fires per wake-up.
+type DutyWakeupArgs struct {
+	TenantID         uuid.UUID `json:"tenant_id"`
+	ResponsibilityID uuid.UUID `json:"responsibility_id"`
+	WakeupID         uuid.UUID `json:"wakeup_id"`
+}
+
+// Kind names the job in River.
+func (DutyWakeupArgs) Kind() string { return "responsibility_wakeup" }
+
+// DutyTickArgs is a scheduled run of a responsibility in one epoch at one
+// time. Each tick arms the next when it fires, so a responsibility holds
+// one pending tick however many there are; ticks are unique by their
+// arguments.
+type DutyTickArgs struct {
+	TenantID         uuid.UUID `json:"tenant_id"`
+	ResponsibilityID uuid.UUID `json:"responsibility_id"`
+	Epoch            int64     `json:"epoch"`
+	At               time.Time `json:"at"`
+}
+
+// Kind names the job in River.
+func (DutyTickArgs) Kind() string { return "responsibility_tick" }
+
+func dutyOpts(at time.Time) *river.InsertOpts {
+	return &river.InsertOpts{Queue: DutyQueue, ScheduledAt: at, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+func tickArgs(t responsibilities.Tick) DutyTickArgs {
+	return DutyTickArgs{TenantID: t.TenantID, ResponsibilityID: t.ResponsibilityID, Epoch: t.Epoch, At: t.At.UTC()}
+}
+
+// DutyJobs arms and cancels the jobs of responsibility wake-ups inside the
+// transaction of the change that causes them
+// (storage/postgres.DutyJobs).
+type DutyJobs struct {
+	Client *river.Client[pgx.Tx]
+	// Now is the clock ticks are computed from (time.Now if nil).
+	Now func() time.Time
+}
+
+// ArmWakeupTx enqueues the job of a follow-up or question at its due time.
+func (j DutyJobs) ArmWakeupTx(ctx context.Context, tx pgx.Tx, w responsibilities.Wakeup) error {
+	_, err := j.Client.InsertTx(ctx, tx, DutyWakeupArgs{TenantID: w.TenantID, ResponsibilityID: w.ResponsibilityID, WakeupID: w.ID},
+		dutyOpts(w.DueAt))
+	return err
+}
+
+// ResetTx cancels every job of r not yet finished and arms the first tick
+// of its current epoch when it is active and has a schedule.
+func (j DutyJobs) ResetTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility, tz string) error {
+	// The args index (GIN) finds a responsibility's jobs among all others.
+	rows, err := tx.Query(ctx, `SELECT id FROM river_job
+		WHERE kind IN ('responsibility_wakeup', 'responsibility_tick') AND state IN ('available', 'scheduled', 'retryable')
+			AND args @> jsonb_build_object('tenant_id', $1::text, 'responsibility_id', $2::text)`, r.TenantID, r.ID)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := j.Client.JobCancelTx(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	if r.Status != responsibilities.Active || r.Schedule == "" {
+		return nil
+	}
+	now := time.Now
+	if j.Now != nil {
+		now = j.Now
+	}
+	at, ok := r.NextScheduled(tz, now())
+	if !ok {
+		return nil
+	}
+	_, err = j.Client.InsertTx(ctx, tx, DutyTickArgs{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: at.UTC()}, dutyOpts(at))
+	return err
+}
+
+// DutyWakeupWorker works DutyWakeupArgs.
+type DutyWakeupWorker struct {
+	river.WorkerDefaults[DutyWakeupArgs]
+	Duty *responsibilities.Service
+}
+
+// Work fires the wake-up (responsibilities.Service.FireWakeup).
+func (w *DutyWakeupWorker) Work(ctx context.Context, job *river.Job[DutyWakeupArgs]) error {
+	_, err := w.Duty.FireWakeup(ctx, job.Args.TenantID, job.Args.WakeupID)
+	return err
+}
+
+// DutyTickWorker works DutyTickArgs.
+type DutyTickWorker struct {
+	river.WorkerDefaults[DutyTickArgs]
+	Duty *responsibilities.Service
+}
+
+// Work opens the scheduled run and arms the next tick
+// (responsibilities.Service.FireSchedule).
+func (w *DutyTickWorker) Work(ctx context.Context, job *river.Job[DutyTickArgs]) error {
+	a := job.Args
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	_, err := w.Duty.FireSchedule(ctx, responsibilities.Tick{TenantID: a.TenantID, ResponsibilityID: a.ResponsibilityID, Epoch: a.Epoch, At: a.At},
+		func(next responsibilities.Tick) error {
+			_, err := client.Insert(ctx, tickArgs(next), dutyOpts(next.At))
+			return err
+		})
+	return err
+}
+
+// RegisterDuties adds the wake-up and tick jobs and their queue to reg.
+// concurrency is how many fire at once per worker process (20 if zero).
+func RegisterDuties(reg *Registry, svc *responsibilities.Service, concurrency int) {
+	if concurrency <= 0 {
+		concurrency = 20
+	}
+	river.AddWorker(reg.Workers(), &DutyWakeupWorker{Duty: svc})
+	river.AddWorker(reg.Workers(), &DutyTickWorker{Duty: svc})
+	reg.AddQueue(DutyQueue, concurrency)
+}
