@@ -57,7 +57,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, baseURL string, extra ...api.Res
 	// Other areas: adm.Add(yourResource)
 	adm.Add(api.NewGrants(a.grants))
 	adm.Add(api.NewBoard(a.board), api.NewRuntime(a.rounds))
-	adm.Add(api.NewResponsibilities(a.duties))
+	adm.Add(api.NewResponsibilities(a.duties), api.NewQuestions(a.duties))
 	adm.Add(extra...)
 	return adm
 }
@@ -71,4 +71,5 @@ func (a *app) registerJobs(reg *worker.Registry) {
 	worker.RegisterMaintenance(reg, a.stores.identity)
 	a.registerOAuthJobs(reg)
 	a.registerRoundJobs(reg)
+	worker.RegisterDuties(reg, a.duties, 0)
 }

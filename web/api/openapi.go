@@ -171,6 +171,7 @@ var pathParams = map[string]map[string]any{
 	"endpoint":       {"description": "The push endpoint's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"wakeup":         {"description": "The wake-up's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"responsibility": {"description": "The responsibility's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"question":       {"description": "The question's id (a wake-up of kind question).", "schema": map[string]any{"type": "string", "format": "uuid"}},
 }
 
 // UndocumentedPathParams lists the path parameters of ops that pathParams
