@@ -45,7 +45,7 @@ func (s *Service) TaskEvent(ctx context.Context, tenantID, taskID uuid.UUID, eve
 	if _, err := s.store.OpenRunOf(ctx, tenantID, r.ID); err == nil || !fault.Is(err, fault.NotFound) {
 		return err
 	}
-	_, err = s.OpenRun(ctx, tenantID, r.ID, Wake{Reason: ByEvent})
+	_, err = s.Open(ctx, tenantID, r.ID, Wake{Reason: ByEvent})
 	var skip *SkipError
 	if errors.As(err, &skip) {
 		return nil

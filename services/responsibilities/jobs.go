@@ -39,7 +39,7 @@ func (s *Service) FireWakeup(ctx context.Context, tenantID, id uuid.UUID) (bool,
 	if err != nil || !ok {
 		return false, err
 	}
-	_, err = s.openWith(ctx, tenantID, w.ResponsibilityID, Wake{Reason: ByFollowup, Epoch: w.Epoch})
+	_, err = s.Open(ctx, tenantID, w.ResponsibilityID, Wake{Reason: ByFollowup, Epoch: w.Epoch})
 	var skip *SkipError
 	if errors.As(err, &skip) {
 		return false, nil // recorded as a skip
@@ -98,7 +98,7 @@ func (s *Service) FireSchedule(ctx context.Context, t Tick, arm func(Tick) error
 			return false, err
 		}
 	}
-	_, err = s.openWith(ctx, t.TenantID, t.ResponsibilityID, Wake{Reason: BySchedule, Epoch: t.Epoch})
+	_, err = s.Open(ctx, t.TenantID, t.ResponsibilityID, Wake{Reason: BySchedule, Epoch: t.Epoch})
 	var skip *SkipError
 	if errors.As(err, &skip) {
 		return false, nil

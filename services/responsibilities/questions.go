@@ -180,7 +180,7 @@ func (s *Service) AnswerQuestion(ctx context.Context, tenantID, id uuid.UUID, by
 	if err != nil {
 		return w, nil, err
 	}
-	run, err := s.openWith(ctx, tenantID, w.ResponsibilityID, Wake{Reason: ByAnswer, Epoch: w.Epoch})
+	run, err := s.Open(ctx, tenantID, w.ResponsibilityID, Wake{Reason: ByAnswer, Epoch: w.Epoch})
 	var skip *SkipError
 	if errors.As(err, &skip) {
 		return w, nil, nil // recorded as a skip; the answer goes to the next run
@@ -207,10 +207,14 @@ func settledMessage(w Wakeup) string {
 // SettledConflict is the refusal for answering a settled question.
 func SettledConflict(w Wakeup) error { return fault.New(fault.Conflict, "%s", settledMessage(w)) }
 
-// openWith opens a run of the responsibility for wake, carrying the
-// outcome of every settled question no run has been told of yet, and
-// records them as told once the run is open.
-func (s *Service) openWith(ctx context.Context, tenantID, responsibilityID uuid.UUID, wake Wake) (Run, error) {
+// Open opens a run of the responsibility for wake, as OpenRun does,
+// carrying the outcome of every settled question no run has been told of
+// yet (an answer, an expiry, a withdrawal), and records them as told once
+// the run is open. Every path that opens a run goes through it.
+func (s *Service) Open(ctx context.Context, tenantID, responsibilityID uuid.UUID, wake Wake) (Run, error) {
+	if s.questions == nil {
+		return s.OpenRun(ctx, tenantID, responsibilityID, wake)
+	}
 	told, err := s.questions.Unreported(ctx, tenantID, responsibilityID)
 	if err != nil {
 		return Run{}, err

@@ -216,7 +216,7 @@ func (r Responsibilities) run(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := r.svc.OpenRun(c.Request().Context(), tenant(c).ID, id, responsibilities.Wake{Reason: responsibilities.ByOperator})
+	run, err := r.svc.Open(c.Request().Context(), tenant(c).ID, id, responsibilities.Wake{Reason: responsibilities.ByOperator})
 	var skip *responsibilities.SkipError
 	if errors.As(err, &skip) {
 		return fault.New(fault.Conflict, "no run opened (%s): %s", skip.Skip.Cause, skip.Skip.Detail)
