@@ -27,7 +27,6 @@ type dutyEnv struct {
 	db     *postgres.DB
 	store  *postgres.ResponsibilityStore
 	svc    *responsibilities.Service
-	reg    *worker.Registry
 	jobs   *worker.DutyJobs
 	tenant identity.Tenant
 	agent  identity.Agent
