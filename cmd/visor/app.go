@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
@@ -65,6 +66,8 @@ type app struct {
 	// streams lists who holds a live stream now, on every replica (set by
 	// startLive).
 	streams live.Directory
+	// oauth is the authorization server (set by mountOAuth).
+	oauth *oauth.Server
 }
 
 // stores are the Postgres stores, each built once per process.

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/web/ui"
@@ -32,7 +33,9 @@ func (a *app) uiFrame(ctx context.Context, baseURL string) (*ui.Frame, error) {
 // counts form posts in Redis.
 func (a *app) mountDashboard(e *echo.Echo, resolver *auth.Resolver, frame *ui.Frame, reg *tools.Registry) {
 	deps := ui.Deps{Identity: a.ids, Sessions: resolver.Sessions, Audit: a.stores.audit, Tools: reg,
-		Subjects: tools.NewSubjects(a.stores.identity, a.grants, 0), Logger: a.log.With("area", "dashboard")}
+		Subjects: tools.NewSubjects(a.stores.identity, a.grants, 0), Logger: a.log.With("area", "dashboard"),
+		AuditLog: a.stores.audit, Tail: audit.Tail{Store: a.stores.audit}, Grants: a.grants, Streams: a.streams,
+		Clients: a.stores.credentials, OAuth: a.oauth}
 	if a.rdb != nil {
 		deps.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
 	}

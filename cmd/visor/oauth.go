@@ -62,6 +62,7 @@ func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resol
 	rounds.Changes = a.publisher()
 	resolver.Rounds = rounds
 	as.Register(e, resolver.LoadTenant())
+	a.oauth = as
 	return []api.Resource{api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds)}, nil
 }
 

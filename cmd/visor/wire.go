@@ -40,12 +40,16 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 	if err != nil {
 		return err
 	}
-	a.mountDashboard(s.Echo(), resolver, frame, reg)
 	a.adminAPI(resolver, baseURL, append(oauthAPI, api.AuditResource(a.stores.audit), api.ReservationsResource(a.stores.reservations))...).Register(s.Echo())
 	if err := a.mountRuntime(ctx, s, resolver); err != nil {
 		return err
 	}
-	return a.mountMCP(ctx, s, resolver, reg)
+	if err := a.mountMCP(ctx, s, resolver, reg); err != nil {
+		return err
+	}
+	// After the MCP endpoint: the dashboard lists the streams its hub holds.
+	a.mountDashboard(s.Echo(), resolver, frame, reg)
+	return nil
 }
 
 // adminAPI builds the admin JSON API with every area's resources.

@@ -12,8 +12,12 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/web/api"
 )
 
 // Limiter counts events across replicas (storage/redisx.RateLimiter).
@@ -42,13 +46,27 @@ type Deps struct {
 	// PostLimit bounds each member's form posts [120 per minute].
 	PostLimit int
 	Logger    *slog.Logger
+
+	// AuditLog reads the audit trail for the audit page and the overview;
+	// Tail follows it for the live tail.
+	AuditLog audit.Store
+	Tail     audit.Tail
+	// Grants is the scoped-grants service: capability requests and grants.
+	Grants *grants.Service
+	// Streams lists who is connected now, on every replica.
+	Streams live.Directory
+	// Clients lists a tenant's OAuth clients and its members' consents;
+	// OAuth deletes clients and revokes consents.
+	Clients credentials.Store
+	OAuth   OAuthAdmin
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
 type Dashboard struct {
-	f     *Frame
-	d     Deps
-	local *localCounts
+	f      *Frame
+	d      Deps
+	local  *localCounts
+	tailer *api.AuditTailer
 }
 
 // NewDashboard returns the dashboard drawn in f.
@@ -59,7 +77,10 @@ func NewDashboard(f *Frame, d Deps) *Dashboard {
 	if d.Logger == nil {
 		d.Logger = f.log
 	}
-	return &Dashboard{f: f, d: d, local: &localCounts{win: map[string]*postCount{}, now: time.Now}}
+	if d.Tail.Store == nil {
+		d.Tail.Store = d.AuditLog
+	}
+	return &Dashboard{f: f, d: d, local: &localCounts{win: map[string]*postCount{}, now: time.Now}, tailer: &api.AuditTailer{Tail: d.Tail}}
 }
 
 // Handler serves one dashboard page or action. v arrives with the tenant,
@@ -73,12 +94,18 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	g := e.Group("/t/:tenant/dashboard", tenant, d.signedIn)
 	g.GET("", func(c echo.Context) error {
 		t, _ := auth.TenantFrom(c.Request().Context())
-		return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/dashboard/agents")
+		return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/dashboard/overview")
 	})
 	g.POST("/signout-everywhere", d.action("signOutEverywhere", identity.ReadTenant, d.signOutEverywhere))
 	d.agentRoutes(g)
 	d.keyRoutes(g)
 	d.memberRoutes(g)
+	d.overviewRoutes(g)
+	d.auditRoutes(g)
+	d.grantRoutes(g)
+	d.liveRoutes(g)
+	d.settingsRoutes(g)
+	d.clientRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

@@ -21,6 +21,7 @@ import (
 	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
@@ -44,6 +45,9 @@ type env struct {
 	bob     identity.Member
 	// replica builds another server over the same stores.
 	replica func() *echo.Echo
+
+	grants  *grants.Service
+	streams *streamList
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -100,6 +104,9 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	e.bob, err = e.ids.CreateMember(ctx, e.b.ID, "bob@globex.test", password, identity.RoleOwner)
 	require.NoError(t, err)
 
+	e.grants = grants.NewService(postgres.NewGrantStore(db), e.store, e, tools.Match, log)
+	e.streams = &streamList{}
+
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -116,7 +123,8 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		ec := echo.New()
 		as.Register(ec, resolver.LoadTenant())
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
-			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log}
+			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
+			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as}
 		for _, f := range tweak {
 			f(&deps)
 		}

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +50,25 @@ func LoadCatalog() (*Catalog, error) {
 		m := map[string]string{}
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("parse the %s messages: %w", l, err)
+		}
+		// Areas keep their pages' messages in their own files,
+		// messages/<area>.<lang>.json; a key may be defined once.
+		more, _ := fs.Glob(messageFiles, "messages/*."+string(l)+".json")
+		for _, f := range more {
+			b, err := messageFiles.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			area := map[string]string{}
+			if err := json.Unmarshal(b, &area); err != nil {
+				return nil, fmt.Errorf("parse %s: %w", f, err)
+			}
+			for k, v := range area {
+				if _, dup := m[k]; dup {
+					return nil, fmt.Errorf("%s: message %q is defined twice", f, k)
+				}
+				m[k] = v
+			}
 		}
 		c.msgs[l] = m
 	}

@@ -40,7 +40,7 @@ func (f *Frame) Render(c echo.Context, status int, page string, v *View, formTar
 	h.Set("Content-Security-Policy", csp(v.Nonce, formTargets))
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // "no-referrer" makes Chromium send Origin: null on the page's own form posts
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Language", string(v.Lang))
 	h.Add("Vary", "Accept-Language, Cookie")

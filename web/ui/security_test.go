@@ -29,6 +29,8 @@ func postRoutes(e *env, agentID string) []string {
 		p = strings.ReplaceAll(p, ":agent", agentID)
 		p = strings.ReplaceAll(p, ":member", e.members[identity.RoleViewer].ID.String())
 		p = strings.ReplaceAll(p, ":key", "00000000-0000-0000-0000-000000000000")
+		p = strings.ReplaceAll(p, ":request", "00000000-0000-0000-0000-000000000000")
+		p = strings.ReplaceAll(p, ":grant", "00000000-0000-0000-0000-000000000000")
 		require.NotContains(e.t, p, ":", "fill in the parameter of %s", r.Path)
 		out = append(out, p)
 	}

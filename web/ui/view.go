@@ -119,8 +119,14 @@ type MenuItem struct {
 // (one line).
 func menu() []MenuItem {
 	return []MenuItem{
+		{"nav.overview", "overview", identity.ReadTenant},
 		{"nav.agents", "agents", identity.ReadTenant},
+		{"nav.requests", "requests", identity.ReadTenant},
 		{"nav.keys", "keys", identity.ReadTenant},
 		{"nav.members", "members", identity.ReadTenant},
+		{"nav.live", "live", identity.ReadTenant},
+		{"nav.clients", "clients", identity.ReadTenant},
+		{"nav.settings", "tenant", identity.ReadTenant},
+		{"nav.audit", "audit", identity.ReadAudit},
 	}
 }

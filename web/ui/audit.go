@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/api"
+)
+
+// auditPage is how many rows the audit page shows at a time.
+const auditPage = 50
+
+func (d *Dashboard) auditRoutes(g *echo.Group) {
+	g.GET("/audit", d.page(identity.ReadAudit, d.auditLog))
+	g.GET("/audit/export", d.page(identity.ReadAudit, d.auditExport))
+	g.GET("/audit/tail", d.page(identity.ReadAudit, d.auditTail))
+}
+
+// auditFilterNames are the filter fields of the audit page, in form order;
+// they are the admin API's query parameters.
+var auditFilterNames = []string{"principal_kind", "principal_id", "tool", "outcome", "event_type", "source", "action", "object", "since", "until"}
+
+type auditData struct {
+	Rows []audit.Entry
+	// Form holds the filters as entered; Query is them as a query
+	// string, for the export, tail and paging links.
+	Form  map[string]string
+	Query template.URL
+	// Older is the cursor of the next (older) page, "" on the last.
+	Older string
+	// Paged is set when the page is not the newest.
+	Paged                bool
+	Kinds, Outcomes, Src []string
+}
+
+// auditQuery reads the page's filters: the admin API's parameters, with
+// since and until also accepted as a browser's datetime-local value (UTC).
+func auditQuery(c echo.Context) (audit.Filter, url.Values, error) {
+	q := url.Values{}
+	for _, n := range auditFilterNames {
+		if v := c.QueryParam(n); v != "" {
+			if n == "since" || n == "until" {
+				if t, err := time.Parse("2006-01-02T15:04", v); err == nil {
+					v = t.UTC().Format(time.RFC3339)
+				}
+			}
+			q.Set(n, v)
+		}
+	}
+	f, err := api.AuditFilter(q)
+	return f, q, err
+}
+
+func (d *Dashboard) auditLog(c echo.Context, v *View) error {
+	f, q, err := auditQuery(c)
+	if err != nil {
+		return err
+	}
+	if cur := c.QueryParam("cursor"); cur != "" {
+		if f.Before, err = uuid.Parse(cur); err != nil {
+			return fault.New(fault.Invalid, "the page cursor is not valid; start from the newest rows")
+		}
+	}
+	f.Limit = auditPage + 1
+	rows, err := d.d.AuditLog.List(c.Request().Context(), v.Tenant.ID, f)
+	if err != nil {
+		return err
+	}
+	data := auditData{Form: map[string]string{}, Query: template.URL(q.Encode()), Paged: f.Before != uuid.Nil,
+		Kinds:    []string{string(identity.KindOperator), string(identity.KindEmployee), string(identity.KindExternal)},
+		Outcomes: []string{audit.OutcomeOK, audit.OutcomeToolError, audit.OutcomeRejected, audit.OutcomeRefused, audit.OutcomeFailed, audit.OutcomePending},
+		Src:      []string{audit.SourceMCP, audit.SourceAdminAPI, audit.SourceCLI, audit.SourceDashboard}}
+	for _, n := range auditFilterNames {
+		data.Form[n] = c.QueryParam(n)
+	}
+	if len(rows) > auditPage {
+		rows = rows[:auditPage]
+		data.Older = rows[len(rows)-1].ID.String()
+	}
+	data.Rows = rows
+	v.Title, v.Nav, v.Data = "audit.title", "audit", data
+	return d.f.Render(c, http.StatusOK, "audit", v)
+}
+
+// auditExport downloads every row matching the filters, as the admin
+// API's export does (the same code).
+func (d *Dashboard) auditExport(c echo.Context, v *View) error {
+	f, _, err := auditQuery(c)
+	if err != nil {
+		return err
+	}
+	format, err := api.ExportFormatOf(c.QueryParam("format"))
+	if err != nil {
+		return err
+	}
+	return api.ExportAudit(c.Request().Context(), c.Response(), d.d.AuditLog, v.Tenant.ID, f, format)
+}
+
+// auditTail streams new rows matching the filters as server-sent events,
+// for the page's live tail.
+func (d *Dashboard) auditTail(c echo.Context, v *View) error {
+	f, _, err := auditQuery(c)
+	if err != nil {
+		return err
+	}
+	since := api.SinceOf(c.Request().Header.Get("Last-Event-ID"), time.Now())
+	return d.tailer.Serve(c.Request().Context(), c.Response(), v.Tenant.ID, f, since)
+}
+
+// Stamp formats t to the second, for the audit trail.
+func (v *View) Stamp(t time.Time) string {
+	if t.IsZero() {
+		return v.Lang.FormatTime(t)
+	}
+	return t.UTC().Format(time.DateTime) + " UTC"
+}
+
+// Query joins a page's filter query and one more parameter. The result
+// is an encoded query (url.Values.Encode), safe in a link as it is.
+func (v *View) Query(base template.URL, name, value string) template.URL {
+	q, _ := url.ParseQuery(string(base))
+	q.Set(name, value)
+	return template.URL(q.Encode())
+}

@@ -1,0 +1,139 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/grants"
+	"github.com/visorhq/visor/services/identity"
+)
+
+// requestsShown bounds the requests the page lists per state.
+const requestsShown = 100
+
+func (d *Dashboard) grantRoutes(g *echo.Group) {
+	g.GET("/requests", d.page(identity.ReadTenant, d.requests))
+	g.POST("/requests/:request/approve", d.action("approveCapabilityRequest", identity.ManageGrants, d.approveRequest))
+	g.POST("/requests/:request/deny", d.action("denyCapabilityRequest", identity.ManageGrants, d.denyRequest))
+	g.POST("/grants/:grant/revoke", d.action("revokeGrant", identity.ManageGrants, d.revokeGrant))
+}
+
+type requestsData struct {
+	Status   string // the requests shown: pending, approved, denied or "" (all)
+	Statuses []string
+	Requests []grants.Request
+	Grants   []grants.Grant
+	Ended    bool // ended and expired grants are listed too
+	Names    map[uuid.UUID]string
+	// Lifetimes are the approval form's choices, in hours; 0 is "until
+	// revoked".
+	Lifetimes []int
+}
+
+func (d *Dashboard) requests(c echo.Context, v *View) error {
+	if d.d.Grants == nil {
+		return fault.New(fault.Unavailable, "capability requests are not served here")
+	}
+	ctx := c.Request().Context()
+	data := requestsData{Status: c.QueryParam("status"), Statuses: []string{string(grants.Pending), string(grants.Approved), string(grants.Denied)},
+		Ended: c.QueryParam("ended") == "1", Lifetimes: []int{0, 1, 8, 24, 168}}
+	if data.Status == "" && !c.QueryParams().Has("status") {
+		data.Status = string(grants.Pending)
+	}
+	if data.Status != "" && !grants.Status(data.Status).Valid() {
+		return fault.New(fault.Invalid, "status must be pending, approved or denied")
+	}
+	var err error
+	if data.Requests, err = d.d.Grants.Store().ListRequests(ctx, v.Tenant.ID, grants.Status(data.Status), nil, requestsShown); err != nil {
+		return err
+	}
+	if data.Grants, err = d.d.Grants.Store().ListGrants(ctx, v.Tenant.ID, uuid.Nil, !data.Ended); err != nil {
+		return err
+	}
+	if data.Names, err = d.agentNames(ctx, v.Tenant.ID); err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "requests.title", "requests", data
+	return d.f.Render(c, http.StatusOK, "requests", v)
+}
+
+// agentNames maps the tenant's agent ids to names.
+func (d *Dashboard) agentNames(ctx context.Context, tenantID uuid.UUID) (map[uuid.UUID]string, error) {
+	as, err := d.d.Identity.Store().ListAgents(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uuid.UUID]string, len(as))
+	for _, a := range as {
+		names[a.ID] = a.Name
+	}
+	return names, nil
+}
+
+// pathUUID reads a path parameter naming a record; one that is no id names
+// nothing.
+func pathUUID(c echo.Context, name, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param(name))
+	if err != nil {
+		return uuid.Nil, fault.New(fault.NotFound, "no such %s", what)
+	}
+	return id, nil
+}
+
+// approveRequest approves a pending request with the lifetime chosen, in
+// hours (empty or 0: until revoked).
+func (d *Dashboard) approveRequest(c echo.Context, v *View) error {
+	id, err := pathUUID(c, "request", "capability request")
+	if err != nil {
+		return err
+	}
+	v.Object = "capability_request:" + id.String()
+	var ttl time.Duration
+	if h := strings.TrimSpace(c.FormValue("hours")); h != "" && h != "0" {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 0 || time.Duration(n)*time.Hour > grants.MaxTTL {
+			return fault.New(fault.Invalid, "the lifetime must be a whole number of hours up to %d", int(grants.MaxTTL/time.Hour))
+		}
+		ttl = time.Duration(n) * time.Hour
+	}
+	_, _, err = d.d.Grants.Approve(c.Request().Context(), v.Tenant.ID, id, grants.Approval{By: v.Principal.ID(), TTL: ttl,
+		Note: strings.TrimSpace(c.FormValue("note"))})
+	if err != nil {
+		return err
+	}
+	return back(c, v, "requests", "request_approved")
+}
+
+func (d *Dashboard) denyRequest(c echo.Context, v *View) error {
+	id, err := pathUUID(c, "request", "capability request")
+	if err != nil {
+		return err
+	}
+	v.Object = "capability_request:" + id.String()
+	if _, err := d.d.Grants.Deny(c.Request().Context(), v.Tenant.ID, id, v.Principal.ID(), strings.TrimSpace(c.FormValue("note"))); err != nil {
+		return err
+	}
+	return back(c, v, "requests", "request_denied")
+}
+
+func (d *Dashboard) revokeGrant(c echo.Context, v *View) error {
+	id, err := pathUUID(c, "grant", "grant")
+	if err != nil {
+		return err
+	}
+	v.Object = "grant:" + id.String()
+	if _, err := d.d.Grants.Revoke(c.Request().Context(), v.Tenant.ID, id, v.Principal.ID()); err != nil {
+		return err
+	}
+	return back(c, v, "requests", "grant_revoked")
+}
+
+// Live reports whether g is in force now.
+func (r requestsData) Live(g grants.Grant) bool { return g.LiveAt(time.Now()) }
