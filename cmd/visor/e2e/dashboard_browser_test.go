@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/identity"
+)
+
+const ownerPassword = "correct horse battery staple"
+
+// screenshots, when set, is the directory the browser test writes its
+// screenshots of the dashboard to (docs/screenshots):
+//
+//	go test ./cmd/visor/e2e -run TestDashboardInABrowser -args -screenshots=$PWD/docs/screenshots
+var screenshots = flag.String("screenshots", "", "write the dashboard's screenshots (<page>.<lang>.png) to this directory")
+
+// shoot captures the whole page the tab shows as a PNG, checks that it is
+// one, and writes it to the screenshots directory when one is set.
+func shoot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	require.NoError(t, err, name)
+	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG")), "%s is a PNG", name)
+	if *screenshots != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(*screenshots, name+".png"), png, 0o644))
+	}
+}
+
+// axeViolation is one serious or critical finding of axe-core.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// checkAccessible runs the vendored axe-core on the page the tab shows and
+// fails on any violation of impact serious or critical.
+func checkAccessible(t *testing.T, tab context.Context, what string) {
+	t.Helper()
+	src, err := os.ReadFile("testdata/axe/axe.min.js")
+	require.NoError(t, err)
+	loaded, err := chromedp.Run(tab, chromedp.Evaluate[bool](string(src)+"\n;typeof axe === 'object'"))
+	require.NoError(t, err, what)
+	require.True(t, loaded, "axe-core loads on %s", what)
+	raw, err := chromedp.Run(tab, chromedp.Evaluate[string](`axe.run(document, {resultTypes: ["violations"]}).then(r => JSON.stringify(
+		r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+		 .map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(" "))}))))`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err, what)
+	var vs []axeViolation
+	require.NoError(t, json.Unmarshal([]byte(raw), &vs))
+	require.Empty(t, vs, "axe-core finds serious or critical violations on %s", what)
+}
+
+// waitFor polls the page until the JavaScript condition holds, failing
+// with what the page shows when it does not within 30 seconds.
+func waitFor(t *testing.T, tab context.Context, cond, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// A navigation in flight fails the evaluation; ask again.
+		if ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](cond)); err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			page, _ := chromedp.Run(tab, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+			t.Fatalf("waiting for %s; the page shows:\n%s", what, page)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// textOf returns the text of the first element matching sel.
+func textOf(t *testing.T, tab context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(t, err, sel)
+	return s
+}
+
+// TestDashboardInABrowser drives the dashboard in headless Chromium
+// against a real `visor serve`: an owner signs in, approves an AI
+// employee's capability request for eight hours while the employee holds
+// an open MCP stream, which hears list_changed; the live-streams page shows
+// that stream on its replica; the audit log is filtered, exported as CSV
+// and followed live; the language switches to Japanese. axe-core checks
+// every page in both languages.
+func TestDashboardInABrowser(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("Chromium is needed at %s: %v", chromiumPath, err)
+	}
+	srv := privateRedis(t)
+	w := newWorld(t)
+	ctx := context.Background()
+	_, err := w.ids.CreateMember(ctx, w.acme.ID, "owner@acme.test", ownerPassword, identity.RoleOwner)
+	require.NoError(t, err)
+	scoped := identity.AgentSettings{Capabilities: identity.Capabilities{ScopedTools: []string{"agent_status"}}}
+	_, err = w.ids.UpdateAgent(ctx, w.acme.ID, w.ada.ID, func(ag *identity.Agent) error { ag.Settings = scoped; return nil })
+	require.NoError(t, err)
+	r := startReplica(t, "A", w.dbURL, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=1m")
+
+	ada := listenModern(t, r, w.adaKey)
+	defer ada.Close()
+	reqID := capabilityRequest(t, r, w.adaKey, "agent_status")
+
+	browser := chromium(t)
+	tab, closeTab := chromedp.NewContext(browser)
+	defer closeTab()
+	tab, cancel := context.WithTimeout(tab, 3*time.Minute)
+	defer cancel()
+	dash := r.base + "/t/acme/dashboard"
+	require.NoError(t, chromedp.Do(tab, chromedp.EmulateViewport(1280, 900)))
+
+	// Sign in: the dashboard sends the browser to the sign-in page and back.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "owner@acme.test"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), ownerPassword),
+		chromedp.Click(chromedp.CSS(`main form button[type=submit]`)),
+	))
+	waitFor(t, tab, `location.pathname.endsWith("/dashboard/overview") && !!document.querySelector("header .who")`, "the overview after sign-in")
+	url, err := chromedp.Run(tab, chromedp.Location())
+	require.NoError(t, err)
+	require.Equal(t, dash+"/overview", url)
+	require.Contains(t, textOf(t, tab, "main"), "agent_status", "the overview lists the pending request")
+	checkAccessible(t, tab, "overview (en)")
+	shoot(t, tab, "overview.en")
+
+	// Approve for eight hours; the employee's open stream hears it.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/requests"),
+		chromedp.WaitVisible(chromedp.CSS(`#hours-`+reqID)),
+	))
+	checkAccessible(t, tab, "requests (en)")
+	shoot(t, tab, "requests.en")
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.SetValue(chromedp.CSS(`#hours-`+reqID), "8"),
+		chromedp.Click(chromedp.CSS(`form[action$="/requests/`+reqID+`/approve"] button`)),
+	))
+	waitFor(t, tab, `!!document.querySelector("p.notice")`, "the approval's notice")
+	expectChange(t, ada, 5*time.Second, "approval in the dashboard")
+	require.Contains(t, toolNames(t, r, w.adaKey), "agent_status")
+	require.Contains(t, textOf(t, tab, "#grants"), "agent_status", "the grant is listed")
+
+	// The live-streams page shows ada's stream on this replica (replicas
+	// report every few seconds).
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/live"), chromedp.WaitVisible(chromedp.CSS(`h1`))))
+		if strings.Contains(textOf(t, tab, "main"), "ada") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "ada's stream never appeared on the live page")
+		time.Sleep(500 * time.Millisecond)
+	}
+	require.Contains(t, textOf(t, tab, "#streams"), ":"+strings.TrimPrefix(r.base[strings.LastIndex(r.base, ":"):], ":"), "named by its replica's port")
+	checkAccessible(t, tab, "live streams (en)")
+	shoot(t, tab, "live.en")
+
+	// Filter the audit log to the approval and export it as CSV.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/audit"),
+		chromedp.WaitVisible(chromedp.CSS(`#f-action`)),
+		chromedp.SendKeys(chromedp.CSS(`#f-action`), "approveCapabilityRequest"),
+		chromedp.SetValue(chromedp.CSS(`#f-source`), "dashboard"),
+		chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)),
+	))
+	waitFor(t, tab, `location.search.includes("source=dashboard") && !!document.getElementById("audit-rows")`, "the filtered audit page")
+	rows := textOf(t, tab, "#audit-rows tbody")
+	require.Contains(t, rows, "approveCapabilityRequest")
+	require.NotContains(t, rows, "capability_request ", "the employee's own call is filtered out")
+	checkAccessible(t, tab, "audit log (en)")
+	csvText, err := chromedp.Run(tab, chromedp.Evaluate[string](`fetch(document.getElementById("export-csv").href).then(r => r.text())`,
+		chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(csvText), "\n")
+	require.Len(t, lines, 2, "the header and the one approval: %s", csvText)
+	require.True(t, strings.HasPrefix(lines[0], "id,at,principal_kind"), "%q", lines[0])
+	require.Contains(t, lines[1], "approveCapabilityRequest")
+
+	// The live tail shows a row written after it started.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/audit?tool=agent_status"),
+		chromedp.WaitVisible(chromedp.CSS(`#tail-toggle`)),
+		chromedp.Click(chromedp.CSS(`#tail-toggle`)),
+	))
+	time.Sleep(300 * time.Millisecond) // the tail's first read marks where it starts
+	callTool(t, r, w.adaKey, "agent_status", map[string]any{})
+	require.NoError(t, chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#tail-rows li`))))
+	require.Contains(t, textOf(t, tab, "#tail-rows"), "agent_status")
+	shoot(t, tab, "audit.en")
+
+	for _, page := range []string{"agents", "tenant", "clients"} {
+		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+page), chromedp.WaitVisible(chromedp.CSS(`h1`))))
+		checkAccessible(t, tab, page+" (en)")
+		shoot(t, tab, page+".en")
+	}
+
+	// Switch to Japanese: the page, its lang and every other page follow.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/overview"),
+		chromedp.WaitVisible(chromedp.CSS(`#lang-menu`)),
+		chromedp.SetValue(chromedp.CSS(`#lang-menu`), "ja"),
+		chromedp.Click(chromedp.CSS(`footer button[type=submit]`)),
+	))
+	waitFor(t, tab, `document.documentElement.lang === "ja" && !!document.querySelector("h1")`, "the page in Japanese")
+	require.Equal(t, "概要", textOf(t, tab, "h1"))
+	for _, page := range []string{"overview", "agents", "requests", "live", "audit", "tenant", "clients"} {
+		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+page), chromedp.WaitVisible(chromedp.CSS(`html[lang=ja] h1`))))
+		checkAccessible(t, tab, page+" (ja)")
+		shoot(t, tab, page+".ja")
+	}
+}
