@@ -47,14 +47,16 @@ func (p planeKeys) seq(pool string) string   { return string(p) + "pool:" + pool
 func (p planeKeys) tenantQueuePrefix(pool string) string {
 	return string(p) + "pool:" + pool + ":t:"
 }
-func (p planeKeys) alivePool(pool string) string   { return string(p) + "pool:" + pool + ":alive" }
-func (p planeKeys) wakePool(pool string) string    { return string(p) + "pool:" + pool + ":wake" }
-func (p planeKeys) workerQueue(id string) string   { return string(p) + "worker:" + id + ":q" }
-func (p planeKeys) wakeWorker(id string) string    { return string(p) + "worker:" + id + ":wake" }
-func (p planeKeys) alive(id string) string         { return string(p) + "worker:" + id + ":alive" }
-func (p planeKeys) control(id string) string       { return string(p) + "worker:" + id + ":ctl" }
-func (p planeKeys) reply(job uuid.UUID) string     { return string(p) + "job:" + job.String() + ":reply" }
-func (p planeKeys) cancelled(job uuid.UUID) string { return string(p) + "job:" + job.String() + ":cancel" }
+func (p planeKeys) alivePool(pool string) string { return string(p) + "pool:" + pool + ":alive" }
+func (p planeKeys) wakePool(pool string) string  { return string(p) + "pool:" + pool + ":wake" }
+func (p planeKeys) workerQueue(id string) string { return string(p) + "worker:" + id + ":q" }
+func (p planeKeys) wakeWorker(id string) string  { return string(p) + "worker:" + id + ":wake" }
+func (p planeKeys) alive(id string) string       { return string(p) + "worker:" + id + ":alive" }
+func (p planeKeys) control(id string) string     { return string(p) + "worker:" + id + ":ctl" }
+func (p planeKeys) reply(job uuid.UUID) string   { return string(p) + "job:" + job.String() + ":reply" }
+func (p planeKeys) cancelled(job uuid.UUID) string {
+	return string(p) + "job:" + job.String() + ":cancel"
+}
 
 // DefaultPlanePrefix prefixes every key and channel of the plane.
 const DefaultPlanePrefix = "visor:plane:"

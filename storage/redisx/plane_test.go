@@ -202,4 +202,3 @@ func waitQueued(t *testing.T, f planeFixture, tenant uuid.UUID, n int64) {
 		return err == nil && got == n
 	}, 5*time.Second, 10*time.Millisecond)
 }
-
