@@ -36,6 +36,10 @@ type Config struct {
 	// Gate, when set, caps concurrent runs; a run waits in its queue
 	// before anything is created.
 	Gate *sandbox.Gate
+	// Runtime names the OCI runtime containers run under ("runsc" for
+	// gVisor); empty means the engine's default. A runtime the engine does
+	// not know is refused (runtime_missing); there is no fallback.
+	Runtime string
 }
 
 // Runner runs programs in containers. It is safe for concurrent use.
@@ -80,6 +84,9 @@ func (r *Runner) check(ctx context.Context, p sandbox.Program) error {
 	if p.Timeout < 0 || p.Timeout > sandbox.MaxTimeout {
 		return fault.New(fault.Invalid, "timeout must be at most %s", sandbox.MaxTimeout)
 	}
+	if err := r.checkRuntime(ctx, p.Image); err != nil {
+		return err
+	}
 	if !slices.Contains(r.cfg.Allowed, p.Image) {
 		return sandbox.Unavailable("image_not_allowed", p.Image, "the image is not on the platform's allow-list", nil)
 	}
@@ -99,3 +106,25 @@ func (r *Runner) check(ctx context.Context, p sandbox.Program) error {
 
 // errRemove marks a failure to remove a container.
 var errRemove = errors.New("remove sandbox container")
+
+// checkRuntime refuses a run when the configured runtime is not registered
+// with the engine, so a missing gVisor never silently becomes runc.
+func (r *Runner) checkRuntime(ctx context.Context, image string) error {
+	if r.cfg.Runtime == "" {
+		return nil
+	}
+	info, err := r.cli.Info(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && client.IsErrConnectionFailed(err):
+		return sandbox.Unavailable("docker_unreachable", image, "the Docker Engine cannot be reached", err)
+	case err != nil:
+		return sandbox.Unavailable("docker_error", image, "the Docker Engine refused to describe itself", err)
+	}
+	if _, ok := info.Runtimes[r.cfg.Runtime]; !ok {
+		return sandbox.Unavailable("runtime_missing", image,
+			fmt.Sprintf("the container runtime %q is not registered with the Docker Engine (add it to /etc/docker/daemon.json)", r.cfg.Runtime), nil)
+	}
+	return nil
+}

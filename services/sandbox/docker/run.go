@@ -222,6 +222,7 @@ func (r *Runner) containerConfig(p sandbox.Program) *container.Config {
 func (r *Runner) hostConfig(dir string) *container.HostConfig {
 	pids := int64(sandbox.Processes)
 	return &container.HostConfig{
+		Runtime:        r.cfg.Runtime,
 		NetworkMode:    "none",
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
