@@ -76,6 +76,9 @@ type stores struct {
 	credentials  *postgres.CredentialStore
 	grants       *postgres.GrantStore
 	reservations *postgres.ReservationStore
+	// rounds holds rounds and wake-ups (built with the job queue, by
+	// newRounds).
+	rounds *postgres.RoundsStore
 	// audit is the audit trail; its group-commit writers run as a service
 	// (started by the commands that record).
 	audit *postgres.AuditLog

@@ -76,8 +76,9 @@ func (a *app) newRounds() error {
 	minter := auth.NewRounds(a.stores.credentials, a.stores.identity)
 	minter.Changes = a.publisher()
 	a.bell = rounds.NewBell()
+	a.stores.rounds = postgres.NewRoundsStore(a.db, a.jobs)
 	a.rounds = rounds.NewService(rounds.Config{
-		Store: postgres.NewRoundsStore(a.db, a.jobs), Minter: minter,
+		Store: a.stores.rounds, Minter: minter,
 		HTTP:   egress.New(egress.Config{AllowPrivateHosts: rc.DevHosts, RootCAs: rc.RootCAs, Timeout: rc.Timeout}),
 		MCPURL: urls.Resource, RoundTTL: rc.RoundTTL, DevHosts: rc.DevHosts,
 		Changes: a.publisher(), Logger: a.log.With("area", "rounds"),
@@ -105,7 +106,7 @@ func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth
 // routines and reminders in a worker process.
 func (a *app) registerRoundJobs(reg *worker.Registry) {
 	worker.RegisterRounds(reg, a.rounds, worker.RoundsOptions{Limit: a.cfg.Rounds.Timeout + 5*time.Second})
-	worker.RegisterWakeupPrune(reg, postgres.NewRoundsStore(a.db, nil))
+	worker.RegisterWakeupPrune(reg, a.stores.rounds)
 }
 
 func (a *app) startDispatcher(ctx context.Context) error {
