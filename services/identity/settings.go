@@ -22,6 +22,9 @@ type TenantSettings struct {
 	Delegation DelegationPolicy `json:"delegation"`
 	// ComputerUseWorkspaces enables computer_workspace_* calls tenant-wide.
 	ComputerUseWorkspaces bool `json:"computer_use_workspaces"`
+	// SandboxImage is the image execute_program runs scripts in; it must be
+	// on the platform's allow-list. Empty means the platform's default.
+	SandboxImage string `json:"sandbox_image,omitempty"`
 	// ScriptWhenUnavailable is "" (refuse) or "run_unsandboxed".
 	ScriptWhenUnavailable string `json:"script_when_unavailable,omitempty"`
 	// TimeZone is the IANA time zone routines run in ("Europe/Paris");

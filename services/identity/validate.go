@@ -2,6 +2,7 @@ package identity
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/visorhq/visor/services/fault"
@@ -46,6 +47,9 @@ func ValidateTenantSettings(s TenantSettings) error {
 		if _, err := time.LoadLocation(s.TimeZone); err != nil || len(s.TimeZone) > 64 || s.TimeZone == "Local" {
 			return fault.New(fault.Invalid, "time_zone must be an IANA time zone name such as Europe/Paris")
 		}
+	}
+	if len(s.SandboxImage) > 255 || strings.ContainsFunc(s.SandboxImage, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return fault.New(fault.Invalid, "sandbox_image must be an image reference of at most 255 printable ASCII characters")
 	}
 	switch s.ScriptWhenUnavailable {
 	case "", "run_unsandboxed":

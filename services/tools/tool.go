@@ -88,6 +88,16 @@ type Call struct {
 	Args map[string]any
 	// Raw is the arguments object as received.
 	Raw json.RawMessage
+	// Progress, when the client asked for progress (it sent a progress
+	// token), sends it a progress notification; nil otherwise.
+	Progress func(progress, total float64, message string)
+}
+
+// Report sends a progress notification when the client asked for them.
+func (c Call) Report(progress, total float64, message string) {
+	if c.Progress != nil {
+		c.Progress(progress, total, message)
+	}
 }
 
 // Principal is the caller.
@@ -100,6 +110,9 @@ type Result struct {
 	Text       string
 	Structured any
 	Images     []Image
+	// Event, when set, is the call's audit event in place of the usual
+	// one (a script run on the host is audited as such).
+	Event string
 }
 
 // Image is one image content block.
@@ -107,6 +120,16 @@ type Image struct {
 	MIMEType string // e.g. image/png
 	Data     []byte
 }
+
+// EventError is a tool error whose call is audited under its own event.
+type EventError struct {
+	Event string
+	Err   error
+}
+
+func (e *EventError) Error() string { return e.Err.Error() }
+
+func (e *EventError) Unwrap() error { return e.Err }
 
 // Handler runs a tool. An error carrying a fault code the caller can act on
 // (Invalid, NotFound, Conflict, Forbidden, TooLarge, RateLimited,

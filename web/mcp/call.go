@@ -44,10 +44,12 @@ func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 			h.record(noteOf(req), e.Tool, audit.OutcomeFailed, "", time.Since(start))
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the audit trail is unavailable, so the call was not run; retry later"}
 		}
+		allowed.call.Progress = progressOf(ctx, req)
 		res, rerr = h.run(ctx, allowed, &e)
 	}
 	e.Latency = time.Since(start)
-	if err := h.audit.Record(ctx, e); err != nil {
+	// A call its client cancelled is still recorded.
+	if err := h.audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		h.log.ErrorContext(ctx, "audit record failed; withholding the result", "tool", e.Tool, "err", err)
 		h.record(noteOf(req), e.Tool, audit.OutcomeFailed, "", time.Since(start))
 		msg := "the audit trail is unavailable, so the result was withheld; retry later"
@@ -131,9 +133,16 @@ func (h *Handler) run(ctx context.Context, c *allowedCall, e *audit.Entry) (*sdk
 		e.Outcome, e.Code, e.Message = audit.OutcomeFailed, jsonrpc.CodeInternalError, "internal error"
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error while running " + c.call.Name}
 	case err != nil:
+		var ev *tools.EventError
+		if errors.As(err, &ev) {
+			e.Event = ev.Event
+		}
 		return h.toolError(e, err), nil
 	}
 	e.Outcome = audit.OutcomeOK
+	if out.Event != "" {
+		e.Event = out.Event
+	}
 	res := &sdk.CallToolResult{}
 	for _, img := range out.Images {
 		res.Content = append(res.Content, &sdk.ImageContent{MIMEType: img.MIMEType, Data: img.Data})
@@ -143,6 +152,18 @@ func (h *Handler) run(ctx context.Context, c *allowedCall, e *audit.Entry) (*sdk
 		res.StructuredContent = out.Structured
 	}
 	return res, nil
+}
+
+// progressOf returns what sends the caller progress notifications for
+// this call, or nil when it sent no progress token.
+func progressOf(ctx context.Context, req *sdk.CallToolRequest) func(progress, total float64, message string) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return nil
+	}
+	return func(progress, total float64, message string) {
+		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+	}
 }
 
 // refused answers a refusal and fills in e. A tool the caller's list hides

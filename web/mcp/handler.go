@@ -136,7 +136,10 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	h.legacy = bridge(sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger}))
 	h.modern = bridge(sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-		Stateless: true, MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger}))
+		Stateless: true, MaxRequestBodyBytes: opts.MaxBodyBytes, Logger: opts.Logger,
+		// A client that closes its request cancels the call: a script run's
+		// container is removed at once rather than running to its timeout.
+		PropagateRequestCancellation: true}))
 	return h
 }
 
