@@ -27,6 +27,10 @@ const (
 
 	ReadCap  = 2 << 20 // bytes of output read from the container
 	ReplyCap = 1 << 20 // bytes of output handed back
+
+	// NoticeWait is the shortest queue wait a result's note mentions;
+	// shorter waits are the ordinary hand-over to a worker.
+	NoticeWait = 100 * time.Millisecond
 )
 
 // Language says how a script is run.
@@ -98,7 +102,7 @@ func (r Result) Note() string {
 	if r.Cut {
 		note += fmt.Sprintf(" Output was cut at %d bytes.", ReplyCap)
 	}
-	if r.Waited > 0 {
+	if r.Waited >= NoticeWait {
 		note += fmt.Sprintf(" The run waited %s in a queue before it started.", r.Waited.Round(time.Millisecond))
 	}
 	if len(note) > 0 && note[0] == ' ' {
