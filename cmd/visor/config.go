@@ -35,6 +35,7 @@ type Config struct {
 	OAuth             OAuthConfig    // VISOR_OAUTH_* (see oauth.go)
 	Rounds            RoundsConfig   // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
 	Computer          ComputerConfig // VISOR_COMPUTER_* (see computer.go)
+	Sandbox           SandboxConfig  // VISOR_SANDBOX_*, VISOR_WORKER_ID (see sandbox.go)
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -170,6 +171,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.OAuth = loadOAuthConfig(get, bad)
 	c.Rounds = loadRoundsConfig(get, bad)
 	c.Computer = loadComputerConfig(get, bad)
+	c.Sandbox = loadSandboxConfig(get, bad)
 	return c, errors.Join(errs...)
 }
 

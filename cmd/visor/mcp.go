@@ -30,6 +30,7 @@ func (a *app) families() []catalog.Family {
 		a.board,
 		a.duties,
 		a.computer,
+		a.sandboxTools(),
 	}
 }
 

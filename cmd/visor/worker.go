@@ -21,7 +21,10 @@ or SIGINT it stops fetching and lets running jobs finish for up to
 VISOR_SHUTDOWN_TIMEOUT, then cancels them. Needs Postgres and Redis and a
 current schema. Run as many replicas as you like; periodic jobs run on one
 elected leader. With VISOR_WORKER_HTTP_ADDR set it also serves /healthz,
-/readyz and /metrics.`,
+/readyz and /metrics. With VISOR_SANDBOX_WORKER=true it also holds the
+Docker socket and runs execute_program scripts in sandbox containers for
+serve, taking them from the worker plane in Redis (VISOR_WORKER_ID names
+it), and removes containers its earlier life or dead workers left behind.`,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := parse(fs, args); err != nil {
 				return err
@@ -83,6 +86,9 @@ func (a *app) startRunner(ctx context.Context) error {
 		return err
 	}
 	if err := a.start(ctx, r); err != nil {
+		return err
+	}
+	if err := a.startSandboxWorker(ctx); err != nil {
 		return err
 	}
 	return a.startDispatcher(ctx)

@@ -35,7 +35,8 @@ func TestWorkerHelpPromisesOnlyItsJobs(t *testing.T) {
 		require.Contains(t, res.stdout, words, kind)
 	}
 	require.Contains(t, res.stdout, "routines and reminders") // the dispatcher, which is no River job
-	for _, missing := range []string{"sandbox", "computer-use", "computer use", "grant expiry", "browser"} {
+	require.Contains(t, res.stdout, "VISOR_SANDBOX_WORKER")   // the worker plane's script runs, which are no River jobs
+	for _, missing := range []string{"computer-use", "computer use", "grant expiry", "browser"} {
 		require.NotContains(t, res.stdout, missing, "the worker runs no such job")
 	}
 }
