@@ -112,7 +112,7 @@ type workerProc struct {
 }
 
 // startWorker runs `visor worker` until the test ends (or kill).
-func startWorker(t *testing.T, name, dbURL, redisURL string, env ...string) *workerProc {
+func startWorker(t testing.TB, name, dbURL, redisURL string, env ...string) *workerProc {
 	t.Helper()
 	port := freePort(t)
 	p := &workerProc{cmd: exec.Command(visorBin, "worker"), log: &syncBuffer{}, done: make(chan struct{})}

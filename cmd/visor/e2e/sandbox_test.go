@@ -27,14 +27,17 @@ type sandboxWorld struct {
 	image    string
 	workerID string
 	worker   *workerProc
+	// workerEnv is added to the worker's environment.
+	workerEnv []string
 	ada      *sdk.ClientSession
 	progress atomic.Int32
 }
 
-func newSandboxWorld(t *testing.T) *sandboxWorld {
+func newSandboxWorld(t testing.TB, workerEnv ...string) *sandboxWorld {
 	image := sandboxtest.Image(t)
 	s := &sandboxWorld{w: newWorld(t), redisURL: privateRedis(t).URL(), image: image, workerID: "e2e-" + uuid.NewString()[:8]}
 	s.serve = startReplica(t, "serve", s.w.dbURL, s.redisURL, "VISOR_SANDBOX_IMAGES="+image)
+	s.workerEnv = workerEnv
 	s.worker = s.startWorker(t)
 	s.ada = s.connect(t, "")
 	return s
@@ -42,7 +45,7 @@ func newSandboxWorld(t *testing.T) *sandboxWorld {
 
 // connect opens an MCP session as ada in a protocol version ("": the
 // client's default).
-func (s *sandboxWorld) connect(t *testing.T, version string) *sdk.ClientSession {
+func (s *sandboxWorld) connect(t testing.TB, version string) *sdk.ClientSession {
 	c := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) { s.progress.Add(1) },
 	})
@@ -57,12 +60,12 @@ func (s *sandboxWorld) connect(t *testing.T, version string) *sdk.ClientSession 
 	return cs
 }
 
-func (s *sandboxWorld) startWorker(t *testing.T) *workerProc {
-	return startWorker(t, "sandbox", s.w.dbURL, s.redisURL, "VISOR_SANDBOX_WORKER=true", "VISOR_WORKER_ID="+s.workerID,
-		"VISOR_SANDBOX_IMAGES="+s.image)
+func (s *sandboxWorld) startWorker(t testing.TB) *workerProc {
+	return startWorker(t, "sandbox", s.w.dbURL, s.redisURL, append([]string{"VISOR_SANDBOX_WORKER=true", "VISOR_WORKER_ID=" + s.workerID,
+		"VISOR_SANDBOX_IMAGES=" + s.image}, s.workerEnv...)...)
 }
 
-func (s *sandboxWorld) run(ctx context.Context, t *testing.T, lang, code string, progress bool) (*sdk.CallToolResult, error) {
+func (s *sandboxWorld) run(ctx context.Context, t testing.TB, lang, code string, progress bool) (*sdk.CallToolResult, error) {
 	return s.runOn(ctx, s.ada, lang, code, progress)
 }
 
@@ -75,7 +78,7 @@ func (s *sandboxWorld) runOn(ctx context.Context, cs *sdk.ClientSession, lang, c
 }
 
 // containers lists the sandbox containers of the world's worker.
-func (s *sandboxWorld) containers(t *testing.T) []string {
+func (s *sandboxWorld) containers(t testing.TB) []string {
 	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=org.visor.sandbox.worker="+s.workerID).Output()
 	require.NoError(t, err)
 	return strings.Fields(string(out))
