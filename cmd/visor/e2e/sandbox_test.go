@@ -29,8 +29,8 @@ type sandboxWorld struct {
 	worker   *workerProc
 	// workerEnv is added to the worker's environment.
 	workerEnv []string
-	ada      *sdk.ClientSession
-	progress atomic.Int32
+	ada       *sdk.ClientSession
+	progress  atomic.Int32
 }
 
 func newSandboxWorld(t testing.TB, workerEnv ...string) *sandboxWorld {
