@@ -103,9 +103,12 @@ func (t *Tools) job(c tools.Call) (Job, error) {
 	if image == "" && len(t.Images) > 0 {
 		image = t.Images[0]
 	}
-	var employee uuid.UUID
-	if p := c.Principal(); p.IsEmployee() {
-		employee = p.AgentID
+	// The per-employee cap applies to each AI employee; any other caller
+	// (an operator key, an external client) counts as one of its own.
+	p := c.Principal()
+	employee := p.AgentID
+	if !p.IsEmployee() {
+		employee = uuid.NewSHA1(p.TenantID, []byte(p.ID()))
 	}
 	return Job{Employee: employee, RunID: uuid.New(), Image: image, Language: Language(lang), Source: code, TimeoutSec: int(secs)}, nil
 }
