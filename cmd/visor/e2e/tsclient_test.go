@@ -22,6 +22,7 @@ import (
 	"github.com/visorhq/visor/services/catalog"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/sandbox"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
@@ -55,7 +56,7 @@ func TestTypeScriptSDKOAuth(t *testing.T) {
 	}
 	r := startReplica(t, "A", w.dbURL, privateRedis(t).URL())
 	var every []string
-	for _, tl := range catalog.New((*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil)).ClientTools(w.acme, identity.ToolScopes) {
+	for _, tl := range catalog.New((*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil), (*sandbox.Tools)(nil)).ClientTools(w.acme, identity.ToolScopes) {
 		every = append(every, tl.Name)
 	}
 
