@@ -48,6 +48,13 @@ func TestOpenAPICoversTheWiredServer(t *testing.T) {
 
 	requireValidDocument(t, doc)
 	requireCompleteContract(t, doc, "http://visor.test")
+	var tags struct {
+		Tags []struct{ Name, Description string } `json:"tags"`
+	}
+	require.NoError(t, json.Unmarshal(doc, &tags))
+	for _, tag := range tags.Tags {
+		require.NotEmpty(t, tag.Description, "tag %q needs a description in web/api/openapi.go tagDescriptions", tag.Name)
+	}
 
 	golden := filepath.Join("testdata", "openapi.json")
 	if *update {

@@ -98,17 +98,18 @@ func (a *API) Document() []byte {
 
 // tagDescriptions describe the groups of operations.
 var tagDescriptions = map[string]string{
-	"meta":     "The API's own description.",
-	"tenants":  "Tenants: creating and listing them needs the platform admin token.",
-	"members":  "People who sign in to the dashboard, with a role each.",
-	"agents":   "AI employees, their settings, and names reserved by removed ones.",
-	"keys":     "API keys of operators and AI employees, and round tokens.",
-	"oauth":    "OAuth clients registered with the tenant, and members' consents.",
-	"grants":   "Capability requests of AI employees and the scoped grants that answer them.",
-	"audit":    "The append-only record of tool calls, refusals and operator actions.",
-	"board":    "The task board: tasks, goals, routines and reminders.",
-	"settings": "Tenant settings.",
-	"runtime":  "Where AI employees' wake-ups are pushed (signed webhooks), and the wake-ups themselves with their dead letters.",
+	"meta":             "The API's own description.",
+	"tenants":          "Tenants: creating and listing them needs the platform admin token.",
+	"members":          "People who sign in to the dashboard, with a role each.",
+	"agents":           "AI employees, their settings, and names reserved by removed ones.",
+	"keys":             "API keys of operators and AI employees, and round tokens.",
+	"oauth":            "OAuth clients registered with the tenant, and members' consents.",
+	"grants":           "Capability requests of AI employees and the scoped grants that answer them.",
+	"audit":            "The append-only record of tool calls, refusals and operator actions.",
+	"board":            "The task board: tasks, goals, routines and reminders.",
+	"settings":         "Tenant settings.",
+	"responsibilities": "Standing duties of AI employees: their schedules, windows and caps, runs, skipped wake-ups, and the questions they ask operators.",
+	"runtime":          "Where AI employees' wake-ups are pushed (signed webhooks), and the wake-ups themselves with their dead letters.",
 }
 
 // securitySchemes are the credentials the admin API knows.
