@@ -186,7 +186,7 @@ func upStack(t *testing.T, tool composeTool, imgs stackImages) *stack {
 	s.env = []string{
 		"POSTGRES_PASSWORD=" + randomHex(t, 16),
 		"VISOR_IMAGE=" + imgs.Visor, "POSTGRES_IMAGE=" + imgs.Postgres, "REDIS_IMAGE=" + imgs.Redis,
-		"VISOR_ENV_FILE=" + envFile, "SANDBOX_SCRIPT_DIR=" + scripts,
+		"VISOR_ENV_FILE=" + envFile, "SANDBOX_SCRIPT_DIR=" + scripts, "VISOR_SANDBOX_IMAGES=" + imgs.Sandbox,
 		fmt.Sprintf("VISOR_PORT=%d", port), "VISOR_BASE_URL=" + s.base,
 		"COMPOSE_PROJECT_NAME=", "COMPOSE_FILE=",
 	}
@@ -278,6 +278,14 @@ func checkStack(t *testing.T, s *stack) {
 	names := toolNames(t, &replica{name: s.project, base: s.base}, token)
 	require.NotEmpty(t, names)
 	require.Contains(t, names, "agent_status")
+
+	// A script runs through the sandbox worker: serve hands it over the
+	// worker plane, the worker starts a container on the host's engine.
+	require.Contains(t, names, "execute_program")
+	res := callTool(t, &replica{name: s.project, base: s.base}, token, "execute_program",
+		map[string]any{"language": "python", "code": "print(6 * 7)"})
+	require.NotEmpty(t, res.Content)
+	require.Contains(t, res.Content[0].Text, "42", "the script's output comes back")
 }
 
 // downAndCheckNothingLeft takes the stack down with its volumes and
