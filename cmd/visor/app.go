@@ -76,6 +76,8 @@ type stores struct {
 	credentials  *postgres.CredentialStore
 	grants       *postgres.GrantStore
 	reservations *postgres.ReservationStore
+	// computer holds browser sessions and workspaces.
+	computer *postgres.ComputerStore
 	// rounds holds rounds and wake-ups (built with the job queue, by
 	// newRounds).
 	rounds *postgres.RoundsStore
@@ -88,7 +90,8 @@ func newStores(db *postgres.DB, log *slog.Logger) stores {
 	return stores{
 		identity: postgres.NewIdentityStore(db), credentials: postgres.NewCredentialStore(db),
 		grants: postgres.NewGrantStore(db), reservations: postgres.NewReservationStore(db),
-		audit: postgres.NewAuditLog(db, 4, log.With("area", "audit")),
+		computer: postgres.NewComputerStore(db),
+		audit:    postgres.NewAuditLog(db, 4, log.With("area", "audit")),
 	}
 }
 

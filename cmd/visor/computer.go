@@ -13,7 +13,6 @@ import (
 
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/computer/browser"
-	"github.com/visorhq/visor/storage/postgres"
 )
 
 // ComputerConfig is computer use's part of Config.
@@ -67,7 +66,7 @@ func (r devResolver) LookupNetIP(ctx context.Context, network, host string) ([]n
 // newComputer builds computer use on Postgres, with no browser driver:
 // sessions answer that no worker runs them; workspaces work.
 func (a *app) newComputer() *computer.Service {
-	store := postgres.NewComputerStore(a.db)
+	store := a.stores.computer
 	return computer.NewService(store, store, nil, nil, a.log.With("area", "computer"))
 }
 
@@ -94,7 +93,7 @@ func (a *app) startBrowsers(ctx context.Context) error {
 	if err := a.start(ctx, &browser.Janitor{M: m}); err != nil {
 		return err
 	}
-	store := postgres.NewComputerStore(a.db)
+	store := a.stores.computer
 	a.computer = computer.NewService(store, store, m, nil, a.log.With("area", "computer"))
 	return nil
 }

@@ -21,9 +21,6 @@ func TestWiringBuildsEachStoreOnceWithTheProcessContext(t *testing.T) {
 	require.NoError(t, err)
 	ctor := regexp.MustCompile(`postgres\.New[A-Za-z]*Store\(`)
 	seen := map[string]string{}
-	// Known deviation, still to fix: the browser start-up builds a second
-	// computer store in place of the one openApp built.
-	known := map[string]bool{"postgres.NewComputerStore(": true}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -32,9 +29,6 @@ func TestWiringBuildsEachStoreOnceWithTheProcessContext(t *testing.T) {
 		require.NoError(t, err)
 		src := string(b)
 		for _, m := range ctor.FindAllString(src, -1) {
-			if known[m] {
-				continue
-			}
 			require.NotContains(t, seen, m, "%s is called in %s and %s: build each store once, in openApp", m, seen[m], f)
 			seen[m] = f
 		}
