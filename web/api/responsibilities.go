@@ -263,12 +263,10 @@ func (r Responsibilities) runs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := RunList{Runs: nonNil(rs)}
-	if len(rs) > page.Limit {
-		out.Runs = rs[:page.Limit]
-		last := rs[page.Limit-1]
-		out.NextCursor = EncodeCursor(responsibilities.RunPosition{At: last.OpenedAt, ID: last.ID})
-	}
+	var out RunList
+	out.Runs, out.NextCursor = cutPage(rs, page.Limit, func(r responsibilities.Run) responsibilities.RunPosition {
+		return responsibilities.RunPosition{At: r.OpenedAt, ID: r.ID}
+	})
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -285,11 +283,18 @@ func (r Responsibilities) skips(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := SkipList{Skips: nonNil(ks)}
-	if len(ks) > page.Limit {
-		out.Skips = ks[:page.Limit]
-		last := ks[page.Limit-1]
-		out.NextCursor = EncodeCursor(responsibilities.RunPosition{At: last.At, ID: last.ID})
-	}
+	var out SkipList
+	out.Skips, out.NextCursor = cutPage(ks, page.Limit, func(k responsibilities.Skip) responsibilities.RunPosition {
+		return responsibilities.RunPosition{At: k.At, ID: k.ID}
+	})
 	return c.JSON(http.StatusOK, out)
+}
+
+// cutPage keeps the first limit of rows (read as limit+1, newest first)
+// and, when there were more, the cursor after the last row kept.
+func cutPage[T any](rows []T, limit int, pos func(T) responsibilities.RunPosition) ([]T, string) {
+	if len(rows) <= limit {
+		return nonNil(rows), ""
+	}
+	return rows[:limit], EncodeCursor(pos(rows[limit-1]))
 }
