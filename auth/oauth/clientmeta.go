@@ -80,16 +80,16 @@ func (m ClientMetadata) toClient(kind credentials.ClientKind) (credentials.Clien
 	// Unknown scopes are dropped rather than refused (RFC 7591 §3.2.1 lets
 	// the server register less than asked): clients ask for their own
 	// names, and the registration answer says what was registered.
-	c.Scopes = knownScopes(m.Scope)
+	c.Scopes = KnownScopes(m.Scope)
 	if len(c.Scopes) == 0 {
 		c.Scopes = slices.Clone(identity.ToolScopes)
 	}
 	return c, nil
 }
 
-// knownScopes returns the tool scopes named in a space-separated scope
+// KnownScopes returns the tool scopes named in a space-separated scope
 // string; anything else, the admin scopes included, is not an OAuth scope.
-func knownScopes(s string) []string {
+func KnownScopes(s string) []string {
 	var out []string
 	for _, sc := range strings.Fields(s) {
 		if slices.Contains(identity.ToolScopes, sc) && !slices.Contains(out, sc) {

@@ -24,8 +24,8 @@ type clientLoader struct {
 	fetcher *Fetcher
 	// fetches counts document fetches per tenant and source address;
 	// fetchCeiling counts them per tenant, from every address together.
-	fetches      *limiter
-	fetchCeiling *limiter
+	fetches      *Limiter
+	fetchCeiling *Limiter
 	ttl          time.Duration
 	now          func() time.Time
 }
@@ -51,10 +51,10 @@ func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id s
 	if err != nil && !fault.Is(err, fault.NotFound) {
 		return c, err
 	}
-	if !l.fetches.allow(ctx, t.ID.String()+"|"+sourceFrom(ctx)) {
+	if !l.fetches.Allow(ctx, t.ID.String()+"|"+sourceFrom(ctx)) {
 		return c, fosite.ErrInvalidClient.WithHint("Too many client metadata documents fetched from your address; try again in a minute.")
 	}
-	if !l.fetchCeiling.allow(ctx, t.ID.String()) {
+	if !l.fetchCeiling.Allow(ctx, t.ID.String()) {
 		return c, fosite.ErrInvalidClient.WithHint("Too many client metadata documents fetched for this tenant; try again in a minute.")
 	}
 	doc, err := l.fetcher.Fetch(ctx, id)
@@ -77,23 +77,27 @@ func (l *clientLoader) loadMetadata(ctx context.Context, t identity.Tenant, id s
 // (404), is never replaced by the cached copy.
 const staleLimit = 24 * time.Hour
 
-// matchedRedirect is a redirect URI that matchRedirect accepted for a
+// matchedRedirect is a redirect URI that MatchRedirect accepted for a
 // client in this request.
 type matchedRedirect struct{ clientID, uri string }
 
 type matchedRedirectKey struct{}
 
-func withMatchedRedirect(ctx context.Context, clientID, uri string) context.Context {
+// WithMatchedRedirect tells the client loader, for the rest of an
+// authorization request, that uri passed MatchRedirect for clientID: fosite
+// lets a loopback IP's port vary but not localhost's, and this makes it
+// agree.
+func WithMatchedRedirect(ctx context.Context, clientID, uri string) context.Context {
 	return context.WithValue(ctx, matchedRedirectKey{}, matchedRedirect{clientID: clientID, uri: uri})
 }
 
 // fositeClient presents c to fosite. Every client of a tenant may only
 // obtain tokens for that tenant's MCP endpoint. A redirect URI that
-// matchRedirect accepted in this request (a loopback URI on another port)
+// MatchRedirect accepted in this request (a loopback URI on another port)
 // is presented as registered, so fosite's stricter comparison agrees.
 func (l *clientLoader) fositeClient(ctx context.Context, t identity.Tenant, c credentials.Client) fosite.Client {
 	if m, ok := ctx.Value(matchedRedirectKey{}).(matchedRedirect); ok && m.clientID == c.ID && m.uri != "" &&
-		!slices.Contains(c.RedirectURIs, m.uri) && matchRedirect(c.RedirectURIs, m.uri) {
+		!slices.Contains(c.RedirectURIs, m.uri) && MatchRedirect(c.RedirectURIs, m.uri) {
 		c.RedirectURIs = append(slices.Clone(c.RedirectURIs), m.uri)
 	}
 	grants := c.GrantTypes
@@ -108,6 +112,13 @@ func (l *clientLoader) fositeClient(ctx context.Context, t identity.Tenant, c cr
 		},
 		TokenEndpointAuthMethod: c.AuthMethod,
 	}
+}
+
+// Client returns the tenant's client id: a registered client, or a Client
+// ID Metadata Document (fetched, or cached for a while). An unknown or
+// unusable client is a *fosite.RFC6749Error whose hint says why.
+func (s *Server) Client(ctx context.Context, t identity.Tenant, id string) (credentials.Client, error) {
+	return s.clients.load(ctx, t, id)
 }
 
 // RevokeConsent withdraws a member's consent for a client, revoking the
@@ -129,4 +140,16 @@ func (s *Server) DeleteClient(ctx context.Context, tenantID uuid.UUID, clientID 
 	}
 	s.identity.Announce(ctx, changes.Event{TenantID: tenantID, Kind: changes.ClientChanged})
 	return nil
+}
+
+// AddConsent records that a member of the tenant allowed the client the
+// scopes, in addition to those allowed before.
+func (s *Server) AddConsent(ctx context.Context, tenantID, memberID uuid.UUID, clientID string, scopes []string) error {
+	return s.store.AddConsent(ctx, tenantID, memberID, clientID, scopes)
+}
+
+// Consent returns the scopes a member of the tenant allowed the client;
+// fault.NotFound when the member never answered it.
+func (s *Server) Consent(ctx context.Context, tenantID, memberID uuid.UUID, clientID string) ([]string, error) {
+	return s.store.Consent(ctx, tenantID, memberID, clientID)
 }

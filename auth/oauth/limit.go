@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"sync"
 	"time"
-
-	"github.com/labstack/echo/v4"
 )
 
 // Limit allows N events per window Per.
@@ -23,11 +21,11 @@ type SharedLimiter interface {
 	Reserve(ctx context.Context, key string, n int, per time.Duration) (undo func(context.Context) error, ok bool, err error)
 }
 
-// limiter enforces one Limit per key. It counts in the shared limiter when
+// Limiter enforces one Limit per key. It counts in the shared limiter when
 // there is one and it answers, and otherwise in this replica's memory, so
 // losing Redis weakens a limit (per replica) but never lifts it. Keys
 // always start with the tenant id.
-type limiter struct {
+type Limiter struct {
 	name   string
 	limit  Limit
 	shared SharedLimiter
@@ -41,12 +39,14 @@ type window struct {
 	n     int
 }
 
-func newLimiter(name string, l Limit, shared SharedLimiter) *limiter {
-	return &limiter{name: name, limit: l, shared: shared, win: map[string]*window{}, now: time.Now}
+// NewLimiter returns a Limiter enforcing l. name starts its keys in the
+// shared limiter, so limits sharing one Redis do not mix their counts.
+func NewLimiter(name string, l Limit, shared SharedLimiter) *Limiter {
+	return &Limiter{name: name, limit: l, shared: shared, win: map[string]*window{}, now: time.Now}
 }
 
-// allow records an event for key and reports whether it is within the limit.
-func (l *limiter) allow(ctx context.Context, key string) bool {
+// Allow records an event for key and reports whether it is within the limit.
+func (l *Limiter) Allow(ctx context.Context, key string) bool {
 	if l.shared != nil {
 		if ok, err := l.shared.Allow(ctx, l.name+"|"+key, l.limit.N, l.limit.Per); err == nil {
 			return ok
@@ -55,11 +55,11 @@ func (l *limiter) allow(ctx context.Context, key string) bool {
 	return l.allowLocal(key)
 }
 
-// reserve records an event for key like allow and returns undo, which takes
+// Reserve records an event for key like Allow and returns undo, which takes
 // the event back: callers count an attempt before its outcome is known (so
 // concurrent attempts cannot overrun the limit) and undo the ones that
 // should not count. undo is never nil.
-func (l *limiter) reserve(ctx context.Context, key string) (undo func(), ok bool) {
+func (l *Limiter) Reserve(ctx context.Context, key string) (undo func(), ok bool) {
 	if l.shared != nil {
 		if u, ok, err := l.shared.Reserve(ctx, l.name+"|"+key, l.limit.N, l.limit.Per); err == nil {
 			return func() {
@@ -77,13 +77,13 @@ func (l *limiter) reserve(ctx context.Context, key string) (undo func(), ok bool
 	}, ok
 }
 
-func (l *limiter) allowLocal(key string) bool {
+func (l *Limiter) allowLocal(key string) bool {
 	_, ok := l.countLocal(key)
 	return ok
 }
 
 // countLocal counts an event in key's current window in memory.
-func (l *limiter) countLocal(key string) (*window, bool) {
+func (l *Limiter) countLocal(key string) (*window, bool) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -103,12 +103,12 @@ func (l *limiter) countLocal(key string) (*window, bool) {
 	return w, w.n <= l.limit.N
 }
 
-// sourceKey is the address a per-source limit counts against: the client
+// SourceKey is the address a per-source limit counts against: the client
 // address (c.RealIP(), which believes X-Forwarded-For only from trusted
 // proxies), with an IPv6 address reduced to its /64, since one host is
 // routinely given a whole /64 and could otherwise take a fresh address for
 // every attempt.
-func sourceKey(realIP string) string {
+func SourceKey(realIP string) string {
 	a, err := netip.ParseAddr(realIP)
 	if err != nil {
 		return realIP
@@ -123,18 +123,14 @@ func sourceKey(realIP string) string {
 
 type sourceKeyCtx struct{}
 
-// withSource puts the request's source address (sourceKey) in its context,
-// for limits counted below the handlers (metadata document fetches).
-func withSource(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		c.SetRequest(r.WithContext(context.WithValue(r.Context(), sourceKeyCtx{}, sourceKey(c.RealIP()))))
-		return next(c)
-	}
+// WithSource returns ctx carrying the request's source address (SourceKey),
+// for limits counted below the endpoints (metadata document fetches).
+func WithSource(ctx context.Context, source string) context.Context {
+	return context.WithValue(ctx, sourceKeyCtx{}, source)
 }
 
-// sourceFrom returns the source address withSource recorded, or "" when
-// the request did not pass through it.
+// sourceFrom returns the source address WithSource recorded, or "" when
+// there is none.
 func sourceFrom(ctx context.Context) string {
 	s, _ := ctx.Value(sourceKeyCtx{}).(string)
 	return s

@@ -32,18 +32,18 @@ func (f *fakeShared) Reserve(ctx context.Context, key string, n int, per time.Du
 func TestLimiterFallsBackToLocal(t *testing.T) {
 	ctx := context.Background()
 	shared := &fakeShared{n: map[string]int{}}
-	l := newLimiter("login", Limit{N: 2, Per: time.Minute}, shared)
-	require.True(t, l.allow(ctx, "t1|a"))
-	require.True(t, l.allow(ctx, "t1|a"))
-	require.False(t, l.allow(ctx, "t1|a"))
+	l := NewLimiter("login", Limit{N: 2, Per: time.Minute}, shared)
+	require.True(t, l.Allow(ctx, "t1|a"))
+	require.True(t, l.Allow(ctx, "t1|a"))
+	require.False(t, l.Allow(ctx, "t1|a"))
 	require.Equal(t, 3, shared.n["login|t1|a"])
 	require.Empty(t, l.win, "nothing counted locally while the shared limiter answers")
 
 	shared.err = errors.New("redis down")
-	require.True(t, l.allow(ctx, "t1|a"))
-	require.True(t, l.allow(ctx, "t1|a"))
-	require.False(t, l.allow(ctx, "t1|a"), "the local limit holds while Redis is down")
-	require.True(t, l.allow(ctx, "t2|a"), "per key")
+	require.True(t, l.Allow(ctx, "t1|a"))
+	require.True(t, l.Allow(ctx, "t1|a"))
+	require.False(t, l.Allow(ctx, "t1|a"), "the local limit holds while Redis is down")
+	require.True(t, l.Allow(ctx, "t2|a"), "per key")
 }
 
 // TestLimiterReserveUndo shows an undone event stops counting, whether the
@@ -51,15 +51,15 @@ func TestLimiterFallsBackToLocal(t *testing.T) {
 func TestLimiterReserveUndo(t *testing.T) {
 	ctx := context.Background()
 	for _, shared := range []*fakeShared{{n: map[string]int{}}, {n: map[string]int{}, err: errors.New("redis down")}} {
-		l := newLimiter("login", Limit{N: 1, Per: time.Minute}, shared)
+		l := NewLimiter("login", Limit{N: 1, Per: time.Minute}, shared)
 		for range 5 {
-			undo, ok := l.reserve(ctx, "t1|a")
+			undo, ok := l.Reserve(ctx, "t1|a")
 			require.True(t, ok)
 			undo()
 		}
-		_, ok := l.reserve(ctx, "t1|a")
+		_, ok := l.Reserve(ctx, "t1|a")
 		require.True(t, ok)
-		_, ok = l.reserve(ctx, "t1|a")
+		_, ok = l.Reserve(ctx, "t1|a")
 		require.False(t, ok, "the second kept event is over the limit")
 	}
 }
@@ -72,6 +72,6 @@ func TestSourceKey(t *testing.T) {
 		"2001:db8:1:2:bbbb::9999": "2001:db8:1:2::/64",
 		"not an address":          "not an address",
 	} {
-		require.Equal(t, want, sourceKey(in), in)
+		require.Equal(t, want, SourceKey(in), in)
 	}
 }

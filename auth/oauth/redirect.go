@@ -115,10 +115,10 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// matchRedirect reports whether requested is one of registered: equal as
+// MatchRedirect reports whether requested is one of registered: equal as
 // strings, or, for http on a loopback host, equal in everything but the
 // port.
-func matchRedirect(registered []string, requested string) bool {
+func MatchRedirect(registered []string, requested string) bool {
 	if slices.Contains(registered, requested) {
 		return true
 	}

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"github.com/visorhq/visor/services/identity"
-	"github.com/visorhq/visor/services/tools"
 )
 
 // ScopeWords says in plain words what each tool scope lets a client do. The
@@ -12,26 +11,6 @@ var ScopeWords = map[string]string{
 	identity.ScopeToolsRead:  "see which tools you may use and call those that only read, such as the task list and your AI employees' status",
 	identity.ScopeToolsWrite: "call tools that create or change work: tasks, routines, reminders and messages to AI employees",
 	identity.ScopeToolsAdmin: "call administrative tools: create, change, spawn or remove AI employees",
-}
-
-// describeScopes lists scopes for tenant t, each with the tools whose minimum scope it is, among those the client will see
-// (tools.Registry.ClientTools). A tool is named once, under its own scope.
-func (s *Server) describeScopes(t identity.Tenant, scopes []string) []ScopeLine {
-	var seen []*tools.Tool
-	if s.cfg.Tools != nil {
-		seen = s.cfg.Tools.ClientTools(t, scopes)
-	}
-	out := make([]ScopeLine, 0, len(scopes))
-	for _, sc := range scopes {
-		line := ScopeLine{Name: sc}
-		for _, tl := range seen {
-			if tl.Scope == sc {
-				line.Tools = append(line.Tools, tl.Name)
-			}
-		}
-		out = append(out, line)
-	}
-	return out
 }
 
 // roleScopes splits requested scopes into those a member of role may grant

@@ -185,9 +185,10 @@ type revokedKey struct{}
 // returning, so the handler announces the change after the commit.
 type revoked struct{ tenant atomic.Pointer[uuid.UUID] }
 
-// watchRevocations returns ctx noting revocations, and a function that
-// announces them (once fosite is done and its transaction committed).
-func (s *Server) watchRevocations(ctx context.Context) (context.Context, func()) {
+// WatchRevocations returns ctx noting revocations, and a function that
+// announces them: the endpoint that runs fosite calls it once fosite is
+// done and its transaction committed.
+func (s *Server) WatchRevocations(ctx context.Context) (context.Context, func()) {
 	m := &revoked{}
 	return context.WithValue(ctx, revokedKey{}, m), func() {
 		if id := m.tenant.Load(); id != nil {

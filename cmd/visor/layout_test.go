@@ -1,8 +1,13 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,4 +51,61 @@ func TestLayoutAndDependencyDirection(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOAuthEndpointsLiveUnderWeb: auth/ keeps the authorization server's
+// core (the fosite provider, its storage, token and session resolution)
+// and serves no HTTP of its own — no package under auth/ registers a route
+// or draws a page, and auth/oauth imports no web framework — while the
+// endpoints, cookies and pages live in web/oauth, whose Pages the web UI
+// implements without reaching into auth/oauth.
+func TestOAuthEndpointsLiveUnderWeb(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/auth/...", module+"/web/ui").Output()
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			if pkg == module+"/web/ui" {
+				require.NotEqual(t, module+"/auth/oauth", imp, "web/ui draws the OAuth pages through web/oauth.Pages, not from auth/oauth")
+				continue
+			}
+			require.False(t, strings.HasPrefix(imp, module+"/web/") && imp != module+"/web/egress",
+				"%s imports %s: auth/ imports no web package but the egress guard", pkg, imp)
+			require.NotContains(t, []string{"html/template", "text/template"}, imp, "%s imports %s: auth/ draws no pages", pkg, imp)
+			if strings.HasPrefix(pkg, module+"/auth/oauth") {
+				require.False(t, strings.HasPrefix(imp, "github.com/labstack/"), "%s imports %s: the OAuth endpoints are web/oauth's", pkg, imp)
+			}
+		}
+	}
+	// No route is registered under auth/ outside tests: no call of a
+	// router's registration method with a path, nor net/http's.
+	register := map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true, "HEAD": true,
+		"Any": true, "Match": true, "Add": true, "Group": true, "Handle": true, "HandleFunc": true}
+	fset := token.NewFileSet()
+	require.NoError(t, filepath.WalkDir("../../auth", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if lit, isLit := call.Args[0].(*ast.BasicLit); ok && isLit && lit.Kind == token.STRING && register[sel.Sel.Name] &&
+				strings.HasPrefix(strings.Trim(lit.Value, "`\""), "/") {
+				t.Errorf("%s registers route %s: HTTP endpoints live under web/", fset.Position(call.Pos()), lit.Value)
+			}
+			return true
+		})
+		return nil
+	}))
+	// The endpoints are where this test says they are.
+	_, err = os.Stat("../../web/oauth/authorize.go")
+	require.NoError(t, err, "web/oauth holds the authorization endpoint")
 }

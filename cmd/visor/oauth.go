@@ -13,6 +13,7 @@ import (
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/web/api"
+	weboauth "github.com/visorhq/visor/web/oauth"
 	"github.com/visorhq/visor/worker"
 )
 
@@ -49,19 +50,20 @@ func loadOAuthConfig(get func(string) string, bad func(name, format string, args
 // tools of reg and whose pages the web UI draws, makes resolver accept its access tokens, member sessions
 // and round tokens, registers its routes on e, and returns its admin API
 // resources.
-func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resolver, baseURL string, reg *tools.Registry, pages oauth.Pages) ([]api.Resource, error) {
+func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resolver, baseURL string, reg *tools.Registry, pages weboauth.Pages) ([]api.Resource, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	as, err := a.oauthServer(ctx, baseURL, reg, pages)
+	srv, err := a.oauthServer(ctx, baseURL, reg, pages)
 	if err != nil {
 		return nil, err
 	}
+	as := srv.Provider()
 	as.Attach(resolver)
 	creds := a.stores.credentials
 	rounds := auth.NewRounds(creds, a.stores.identity)
 	rounds.Changes = a.publisher()
 	resolver.Rounds = rounds
-	as.Register(e, resolver.LoadTenant())
+	srv.Register(e, resolver.LoadTenant())
 	a.oauth = as
 	return []api.Resource{api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds)}, nil
 }
@@ -69,16 +71,15 @@ func (a *app) mountOAuth(ctx context.Context, e *echo.Echo, resolver *auth.Resol
 // oauthServer builds the authorization server for baseURL, whose consent
 // page names the tools of reg. Its sign-in, registration and fetch limits
 // count in Redis, so every replica draws on one budget.
-func (a *app) oauthServer(ctx context.Context, baseURL string, reg *tools.Registry, pages oauth.Pages) (*oauth.Server, error) {
-	cfg := oauth.Config{
+func (a *app) oauthServer(ctx context.Context, baseURL string, reg *tools.Registry, pages weboauth.Pages) (*weboauth.Server, error) {
+	cfg := weboauth.Config{Config: oauth.Config{
 		BaseURL: baseURL, HMACSecret: []byte(a.cfg.OAuth.HMACSecret), AccessTokenTTL: a.cfg.OAuth.AccessTokenTTL,
 		RefreshTokenTTL: a.cfg.OAuth.RefreshTokenTTL, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: a.cfg.OAuth.CIMDDevHosts},
-		Tools: reg, Pages: pages,
-	}
+	}, Tools: reg, Pages: pages}
 	if a.rdb != nil {
 		cfg.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
 	}
-	return oauth.New(ctx, cfg, a.stores.credentials, a.ids, a.log.With("area", "oauth"))
+	return weboauth.New(ctx, cfg, a.stores.credentials, a.ids, a.log.With("area", "oauth"))
 }
 
 // rateLimitPrefix starts every rate limit key in Redis.

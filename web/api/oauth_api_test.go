@@ -20,7 +20,6 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
-	"github.com/visorhq/visor/web/ui"
 )
 
 // oauthFixture serves the admin API with the OAuth clients and round token
@@ -44,9 +43,7 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
 	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
 	ctx := context.Background()
-	frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: "http://visor.test", Secret: make([]byte, 32)})
-	require.NoError(t, err)
-	as, err := oauth.New(ctx, oauth.Config{BaseURL: "http://visor.test", Pages: frame}, creds, ids, log)
+	as, err := oauth.New(ctx, oauth.Config{BaseURL: "http://visor.test"}, creds, ids, log)
 	require.NoError(t, err)
 	rounds := auth.NewRounds(creds, store)
 	rounds.Changes = resolver

@@ -101,7 +101,7 @@ func TestCodeNamesOnlyKnownMessages(t *testing.T) {
 	require.NoError(t, err)
 	has := func(k string) bool { _, ok := cat.Message(ui.English, k); return ok }
 	n := 0
-	for _, dir := range []string{".", "../../auth/oauth"} {
+	for _, dir := range []string{".", "../oauth"} {
 		require.NoError(t, fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() && p != "." || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 				if d != nil && d.IsDir() && p != "." {

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
-	"github.com/visorhq/visor/auth/oauth"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
@@ -26,6 +26,7 @@ import (
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/web/oauth"
 	"github.com/visorhq/visor/web/ui"
 )
 
@@ -116,15 +117,15 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		// dashboard over the same database, at the same public URL.
 		frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("s", 32)), Preferences: e.store, Logger: log})
 		require.NoError(t, err)
-		as, err := oauth.New(ctx, oauth.Config{BaseURL: e.base, Pages: frame}, creds, e.ids, log)
+		as, err := oauth.New(ctx, oauth.Config{Config: provider.Config{BaseURL: e.base}, Pages: frame}, creds, e.ids, log)
 		require.NoError(t, err)
 		resolver := auth.NewResolver(e.store, e.store, auth.NewURLs(e.base), log)
-		as.Attach(resolver)
+		as.Provider().Attach(resolver)
 		ec := echo.New()
 		as.Register(ec, resolver.LoadTenant())
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
 			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
-			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as}
+			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider()}
 		for _, f := range tweak {
 			f(&deps)
 		}

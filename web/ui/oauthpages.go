@@ -3,8 +3,8 @@ package ui
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 // The Frame renders the authorization server's pages.

@@ -23,7 +23,7 @@ func postRoutes(e *env, agentID string) []string {
 		case "/t/:tenant/oauth/token", "/t/:tenant/oauth/revoke", "/t/:tenant/oauth/register":
 			continue // OAuth protocol endpoints: no cookies, no forms
 		case "/t/:tenant/oauth/authorize":
-			continue // needs a whole authorization request; auth/oauth's refusal tests post its decision without the token
+			continue // needs a whole authorization request; web/oauth's refusal tests post its decision without the token
 		}
 		p := strings.ReplaceAll(r.Path, ":tenant", "acme")
 		p = strings.ReplaceAll(p, ":agent", agentID)

@@ -23,11 +23,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
-	"github.com/visorhq/visor/auth/oauth"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/web/oauth"
 	"github.com/visorhq/visor/web/ui"
 )
 
@@ -114,14 +115,14 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 
 	frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("k", 32)), Logger: log})
 	require.NoError(t, err)
-	cfg := oauth.Config{BaseURL: e.base, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: roots}, Pages: frame}
+	cfg := oauth.Config{Config: provider.Config{BaseURL: e.base, Fetcher: provider.FetcherConfig{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: roots}}, Pages: frame}
 	for _, f := range tweak {
 		f(&cfg)
 	}
 	e.server, err = oauth.New(ctx, cfg, e.creds, e.svc, log)
 	require.NoError(t, err)
 	e.resolver = auth.NewResolver(ids, ids, auth.NewURLs(e.base), log)
-	e.server.Attach(e.resolver)
+	e.server.Provider().Attach(e.resolver)
 	e.resolver.Rounds = auth.NewRounds(e.creds, ids)
 
 	ec := echo.New()

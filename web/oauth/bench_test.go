@@ -23,7 +23,7 @@ import (
 // is every request within auth.CredentialCacheTTL of the previous read and
 // of the tenant's last change event.
 //
-//	go test ./auth/oauth -run '^$' -bench ResolvePrincipal -benchtime 1s -count 3
+//	go test ./web/oauth -run '^$' -bench ResolvePrincipal -benchtime 1s -count 3
 func BenchmarkResolvePrincipal(b *testing.B) {
 	e := newEnv(b)
 	ctx := context.Background()
@@ -41,7 +41,7 @@ func BenchmarkResolvePrincipal(b *testing.B) {
 
 	newResolver := func() *auth.Resolver {
 		r := auth.NewResolver(e.ids, e.ids, auth.NewURLs(e.base), log)
-		e.server.Attach(r)
+		e.server.Provider().Attach(r)
 		r.Rounds = auth.NewRounds(e.creds, e.ids)
 		return r
 	}

@@ -1,21 +1,17 @@
 package oauth
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/services/identity"
 )
 
 // RegistrationResponse is the RFC 7591 answer to a registration.
@@ -43,12 +39,12 @@ const maxRegistrationBytes = 64 << 10
 func (s *Server) registerClient(c echo.Context) error {
 	ctx := c.Request().Context()
 	t, _ := auth.TenantFrom(ctx)
-	if !s.register.allow(ctx, t.ID.String()+"|"+sourceKey(c.RealIP())) {
+	if !s.register.Allow(ctx, t.ID.String()+"|"+provider.SourceKey(c.RealIP())) {
 		s.log.WarnContext(ctx, "client registration rate limited", "tenant", t.ID, "ip", c.RealIP())
 		c.Response().Header().Set("Retry-After", "600")
 		return c.JSON(http.StatusTooManyRequests, oauthError("too_many_requests", "too many client registrations from your address; try again later"))
 	}
-	undo, ok := s.registerCeiling.reserve(ctx, t.ID.String())
+	undo, ok := s.registerCeiling.Reserve(ctx, t.ID.String())
 	if !ok {
 		undo()
 		s.log.WarnContext(ctx, "client registration ceiling reached", "tenant", t.ID)
@@ -65,11 +61,11 @@ func (s *Server) registerClient(c echo.Context) error {
 	if err != nil || len(body) > maxRegistrationBytes {
 		return c.JSON(http.StatusBadRequest, oauthError("invalid_client_metadata", "the registration body is unreadable or too large"))
 	}
-	var m ClientMetadata
+	var m provider.ClientMetadata
 	if err := json.Unmarshal(body, &m); err != nil {
 		return c.JSON(http.StatusBadRequest, oauthError("invalid_client_metadata", "the registration body is not a JSON object"))
 	}
-	cl, secret, err := s.CreateClient(ctx, t.ID, credentials.ClientDynamic, m)
+	cl, secret, err := s.core.CreateClient(ctx, t.ID, credentials.ClientDynamic, m)
 	if fault.Is(err, fault.Invalid) {
 		code := "invalid_client_metadata"
 		if strings.HasPrefix(fault.Message(err), "redirect") {
@@ -87,26 +83,6 @@ func (s *Server) registerClient(c echo.Context) error {
 	return c.JSON(http.StatusCreated, registrationResponse(cl, secret))
 }
 
-// CreateClient validates m and registers a client of kind (preregistered
-// or dynamic) in the tenant. A confidential client's secret is returned
-// once and stored as an argon2id hash. Invalid metadata is fault.Invalid.
-func (s *Server) CreateClient(ctx context.Context, tenantID uuid.UUID, kind credentials.ClientKind, m ClientMetadata) (credentials.Client, string, error) {
-	cl, err := m.toClient(kind)
-	if err != nil {
-		return cl, "", err
-	}
-	cl.TenantID, cl.ID = tenantID, newClientID()
-	secret := ""
-	if !cl.Public() {
-		secret = randomToken()
-		cl.SecretHash = identity.HashSecret(secret)
-	}
-	if err := s.store.CreateClient(ctx, &cl); err != nil {
-		return cl, "", err
-	}
-	return cl, secret, nil
-}
-
 func registrationResponse(cl credentials.Client, secret string) RegistrationResponse {
 	r := RegistrationResponse{ClientID: cl.ID, ClientSecret: secret, ClientIDIssuedAt: cl.CreatedAt.Unix(), ClientName: cl.Name,
 		ClientURI: cl.ClientURI, RedirectURIs: cl.RedirectURIs, GrantTypes: cl.GrantTypes, ResponseTypes: []string{"code"},
@@ -116,11 +92,4 @@ func registrationResponse(cl credentials.Client, secret string) RegistrationResp
 		r.ClientSecretExpiresAt = &never
 	}
 	return r
-}
-
-// newClientID returns an opaque client id for a registered client.
-func newClientID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "vc_" + hex.EncodeToString(b[:])
 }

@@ -12,8 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth/oauth"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 // register performs RFC 7591 registration and returns the status and body.
@@ -83,8 +84,8 @@ func TestFlowWithDynamicRegistration(t *testing.T) {
 	require.NotEmpty(t, tr4.RefreshToken)
 
 	// A pre-registered client (what the admin API creates) goes the same way.
-	pre, _, err := e.server.CreateClient(context.Background(), e.a.ID, credentials.ClientPreregistered,
-		oauth.ClientMetadata{ClientName: "Pre", RedirectURIs: []string{redirect}})
+	pre, _, err := e.server.Provider().CreateClient(context.Background(), e.a.ID, credentials.ClientPreregistered,
+		provider.ClientMetadata{ClientName: "Pre", RedirectURIs: []string{redirect}})
 	require.NoError(t, err)
 	tr3 := e.grant(b, "acme", pre.ID, redirect, "tools:read", "alice@acme.test")
 	status, p, _ = e.call("acme", tr3.AccessToken)

@@ -17,8 +17,8 @@ func TestRevocationsReachTheCache(t *testing.T) {
 	ctx := context.Background()
 	redirect := "https://client.example/cb"
 	for name, revoke := range map[string]func(clientID string) error{
-		"consent": func(id string) error { return e.server.RevokeConsent(ctx, e.a.ID, e.alice.ID, id) },
-		"client":  func(id string) error { return e.server.DeleteClient(ctx, e.a.ID, id) },
+		"consent": func(id string) error { return e.server.Provider().RevokeConsent(ctx, e.a.ID, e.alice.ID, id) },
+		"client":  func(id string) error { return e.server.Provider().DeleteClient(ctx, e.a.ID, id) },
 	} {
 		clientID := e.dcrClient("acme", redirect)
 		tr := e.grant(e.browser(), "acme", clientID, redirect, "tools:read", "alice@acme.test")

@@ -1,82 +1,26 @@
 package oauth
 
 import (
-	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
-	"github.com/visorhq/visor/services/credentials"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
 )
-
-// SessionCookieName names the member's session cookie: HttpOnly and
-// SameSite=Lax (it must ride the top-level redirect from a client to the
-// authorization endpoint).
-const SessionCookieName = "visor_session"
-
-func randomToken() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
 
 func (s *Server) secureCookies() bool { return strings.HasPrefix(s.urls.Base, "https://") }
 
 // member returns the signed-in member of tenant t, if any.
 func (s *Server) member(c echo.Context, t identity.Tenant) (identity.Member, bool) {
-	ck, err := c.Cookie(SessionCookieName)
+	ck, err := c.Cookie(provider.SessionCookieName)
 	if err != nil {
 		return identity.Member{}, false
 	}
-	_, m, err := s.session(c.Request().Context(), ck.Value)
-	if err != nil || m.TenantID != t.ID {
-		return identity.Member{}, false
-	}
-	return m, true
-}
-
-func hashSession(v string) []byte {
-	sum := sha256.Sum256([]byte(v))
-	return sum[:]
-}
-
-func (s *Server) session(ctx context.Context, value string) (credentials.Session, identity.Member, error) {
-	ss, err := s.store.SessionByHash(ctx, hashSession(value), s.now())
-	if err != nil {
-		return ss, identity.Member{}, err
-	}
-	m, err := s.identity.Store().Member(ctx, ss.TenantID, ss.MemberID)
-	return ss, m, err
-}
-
-// SessionCookie implements auth.SessionResolver.
-func (s *Server) SessionCookie() string { return SessionCookieName }
-
-// ResolveSession implements auth.SessionResolver: a member's session acts
-// in the admin API as an operator-kind principal carrying the member and
-// its current role, with the scopes that role holds (identity.Role.Scopes).
-func (s *Server) ResolveSession(ctx context.Context, value string) (identity.Tenant, identity.Principal, error) {
-	ss, m, err := s.session(ctx, value)
-	if fault.Is(err, fault.NotFound) {
-		return identity.Tenant{}, identity.Principal{}, fault.New(fault.Unauthorized, "the session has ended; sign in again")
-	}
-	if err != nil {
-		return identity.Tenant{}, identity.Principal{}, err
-	}
-	t, err := s.identity.Store().Tenant(ctx, ss.TenantID)
-	if err != nil {
-		return t, identity.Principal{}, err
-	}
-	return t, identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator, MemberID: m.ID, Role: m.Role,
-		CredentialID: identity.SessionPrefix + hex.EncodeToString(ss.IDHash[:8]), Scopes: m.Role.Scopes()}, nil
+	return s.core.SessionMember(c.Request().Context(), t, ck.Value)
 }
 
 // safeReturn keeps a post-login destination inside the tenant's own pages;
@@ -118,8 +62,8 @@ func (s *Server) login(c echo.Context) error {
 	if known {
 		memberLimit, memberKey = s.loginDevice, t.ID.String()+"|"+device
 	}
-	undoIP, okIP := s.loginIP.reserve(ctx, t.ID.String()+"|"+sourceKey(c.RealIP()))
-	undoEmail, okEmail := memberLimit.reserve(ctx, memberKey)
+	undoIP, okIP := s.loginIP.Reserve(ctx, t.ID.String()+"|"+provider.SourceKey(c.RealIP()))
+	undoEmail, okEmail := memberLimit.Reserve(ctx, memberKey)
 	undo := func() { undoIP(); undoEmail() }
 	if !okIP || !okEmail {
 		undo()
@@ -139,24 +83,23 @@ func (s *Server) login(c echo.Context) error {
 		d.Error = msgLoginUnavailable
 		return s.renderLogin(c, t, http.StatusServiceUnavailable, d)
 	}
-	value := randomToken()
-	ss := credentials.Session{TenantID: t.ID, IDHash: hashSession(value), MemberID: m.ID, ExpiresAt: s.now().Add(s.cfg.SessionTTL)}
-	if err := s.store.CreateSession(ctx, &ss); err != nil {
+	value, expires, err := s.core.StartSession(ctx, t, m)
+	if err != nil {
 		s.log.ErrorContext(ctx, "create session", "tenant", t.ID, "err", err)
 		d.Error = msgLoginUnavailable
 		return s.renderLogin(c, t, http.StatusServiceUnavailable, d)
 	}
 	// A new session at every sign-in: whatever session this browser held
 	// before (perhaps planted, perhaps another member's) ends now.
-	if old, err := c.Cookie(SessionCookieName); err == nil && old.Value != "" {
-		if err := s.store.DeleteSession(ctx, hashSession(old.Value)); err != nil {
+	if old, err := c.Cookie(provider.SessionCookieName); err == nil && old.Value != "" {
+		if err := s.core.EndSession(ctx, old.Value); err != nil {
 			s.log.ErrorContext(ctx, "end the previous session", "tenant", t.ID, "err", err)
 		}
 	}
 	s.rememberDevice(c, t, email, device)
 	s.log.InfoContext(ctx, "member signed in", "tenant", t.ID, "member", m.ID)
-	c.SetCookie(&http.Cookie{Name: SessionCookieName, Value: value, Path: "/", HttpOnly: true, Secure: s.secureCookies(),
-		SameSite: http.SameSiteLaxMode, Expires: ss.ExpiresAt})
+	c.SetCookie(&http.Cookie{Name: provider.SessionCookieName, Value: value, Path: "/", HttpOnly: true, Secure: s.secureCookies(),
+		SameSite: http.SameSiteLaxMode, Expires: expires})
 	return c.Redirect(http.StatusSeeOther, d.ReturnTo)
 }
 
@@ -165,11 +108,11 @@ func (s *Server) logout(c echo.Context) error {
 	if !s.pages.CheckCSRF(c) {
 		return s.pages.Problem(c, t, http.StatusForbidden, Problem{Title: "signout.title", Message: msgFormExpired})
 	}
-	if ck, err := c.Cookie(SessionCookieName); err == nil {
-		if err := s.store.DeleteSession(c.Request().Context(), hashSession(ck.Value)); err != nil {
+	if ck, err := c.Cookie(provider.SessionCookieName); err == nil {
+		if err := s.core.EndSession(c.Request().Context(), ck.Value); err != nil {
 			s.log.ErrorContext(c.Request().Context(), "delete session", "err", err)
 		}
 	}
-	c.SetCookie(&http.Cookie{Name: SessionCookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secureCookies()})
+	c.SetCookie(&http.Cookie{Name: provider.SessionCookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secureCookies()})
 	return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/login")
 }

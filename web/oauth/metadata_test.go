@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 // TestMetadataEverywhereClientsLook checks every well-known URL clients

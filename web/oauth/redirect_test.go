@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 // nativeClients are the redirect URIs real MCP clients register and the one

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth/oauth"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/credentials"
 )
 
@@ -48,12 +48,12 @@ func TestCleanupJob(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	old := credentials.Session{TenantID: e.a.ID, IDHash: []byte("an-old-session-hash-0000000000000"), MemberID: e.alice.ID,
-		ExpiresAt: time.Now().Add(-2 * oauth.CleanupGrace)}
+		ExpiresAt: time.Now().Add(-2 * provider.CleanupGrace)}
 	recent := credentials.Session{TenantID: e.a.ID, IDHash: []byte("a-recently-expired-hash-000000000"), MemberID: e.alice.ID,
 		ExpiresAt: time.Now().Add(-time.Minute)}
 	require.NoError(t, e.creds.CreateSession(ctx, &old))
 	require.NoError(t, e.creds.CreateSession(ctx, &recent))
-	require.NoError(t, (&oauth.CleanupWorker{Store: e.creds}).Work(ctx, nil))
+	require.NoError(t, (&provider.CleanupWorker{Store: e.creds}).Work(ctx, nil))
 	var n int
 	require.NoError(t, e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM member_sessions`).Scan(&n))
 	require.Equal(t, 1, n, "the long-expired session is gone, the recent one kept for the grace period")

@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
-	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/catalog"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 // TestConsentNamesTheToolsEachScopeAdds asks, as a standard client does,

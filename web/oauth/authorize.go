@@ -12,6 +12,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/visorhq/visor/auth"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
 )
@@ -74,7 +75,7 @@ func (s *Server) authorize(c echo.Context) error {
 		// Scopes Visor does not know (offline_access, a client's own names)
 		// are ignored rather than refused (RFC 6749 §3.3); refresh tokens
 		// are issued anyway.
-		req.Form.Set("scope", strings.Join(knownScopes(req.Form.Get("scope")), " "))
+		req.Form.Set("scope", strings.Join(provider.KnownScopes(req.Form.Get("scope")), " "))
 	}
 	if req.Form.Get("state") == "" {
 		req.Form.Set("state", noState)
@@ -84,29 +85,29 @@ func (s *Server) authorize(c echo.Context) error {
 		return s.pages.Problem(c, t, http.StatusBadRequest, p)
 	}
 	// fosite lets a loopback IP's port vary but not localhost's; tell the
-	// client loader the requested URI passed matchRedirect.
-	ctx = withMatchedRedirect(ctx, req.Form.Get("client_id"), req.Form.Get("redirect_uri"))
-	ar, err := s.provider.NewAuthorizeRequest(ctx, req)
+	// client loader the requested URI passed provider.MatchRedirect.
+	ctx = provider.WithMatchedRedirect(ctx, req.Form.Get("client_id"), req.Form.Get("redirect_uri"))
+	ar, err := s.fosite.NewAuthorizeRequest(ctx, req)
 	if err != nil {
-		s.provider.WriteAuthorizeError(ctx, w, ar, err)
+		s.fosite.WriteAuthorizeError(ctx, w, ar, err)
 		return nil
 	}
 	if err := s.checkAuthorizeParams(t, ar); err != nil {
-		s.provider.WriteAuthorizeError(ctx, w, ar, err)
+		s.fosite.WriteAuthorizeError(ctx, w, ar, err)
 		return nil
 	}
 	silent := ar.GetRequestForm().Get("prompt") == "none"
 	m, ok := s.member(c, t)
 	if !ok && silent {
-		s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrLoginRequired)
+		s.fosite.WriteAuthorizeError(ctx, w, ar, fosite.ErrLoginRequired)
 		return nil
 	}
 	if !ok {
 		return s.renderLogin(c, t, http.StatusOK, LoginView{ReturnTo: "/t/" + t.Slug + "/oauth/authorize?" + req.URL.RawQuery})
 	}
-	scopes, withheld := roleScopes(m.Role, ar.GetRequestedScopes())
+	scopes, withheld := m.Role.Bound(ar.GetRequestedScopes())
 	if len(scopes) == 0 {
-		s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHintf(
+		s.fosite.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHintf(
 			"A %s member cannot grant the requested access.", m.Role))
 		return nil
 	}
@@ -117,15 +118,15 @@ func (s *Server) authorize(c echo.Context) error {
 			return s.errorPage(c, t, http.StatusForbidden, "oauth.cannot_continue", msgConsentExpired)
 		}
 		if req.PostForm.Get("decision") != "allow" {
-			s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The member denied the request."))
+			s.fosite.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The member denied the request."))
 			return nil
 		}
-		if err := s.store.AddConsent(ctx, t.ID, m.ID, clientID, scopes); err != nil {
+		if err := s.core.AddConsent(ctx, t.ID, m.ID, clientID, scopes); err != nil {
 			return s.fail(c, t, "record consent", err)
 		}
 		return s.issue(ctx, w, t, ar, m)
 	}
-	granted, err := s.store.Consent(ctx, t.ID, m.ID, clientID)
+	granted, err := s.core.Consent(ctx, t.ID, m.ID, clientID)
 	if err != nil && !fault.Is(err, fault.NotFound) {
 		return s.fail(c, t, "read consent", err)
 	}
@@ -134,7 +135,7 @@ func (s *Server) authorize(c echo.Context) error {
 		return s.issue(ctx, w, t, ar, m)
 	}
 	if silent {
-		s.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrConsentRequired)
+		s.fosite.WriteAuthorizeError(ctx, w, ar, fosite.ErrConsentRequired)
 		return nil
 	}
 	return s.renderConsent(c, t, ar, m, withheld)
@@ -156,7 +157,7 @@ func covers(granted, requested []string) bool {
 
 // checkClientRedirect refuses, without redirecting anywhere, a request whose
 // client is unknown or whose redirect_uri does not match one the client
-// registered (matchRedirect: exactly, but for a loopback port).
+// registered (provider.MatchRedirect: exactly, but for a loopback port).
 func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, form url.Values) (Problem, bool) {
 	refuse := func(msg string, args ...any) (Problem, bool) {
 		return Problem{Title: "oauth.cannot_continue", Message: msg, Args: args}, true
@@ -165,7 +166,7 @@ func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, for
 	if id == "" {
 		return refuse("oauth.no_client_id")
 	}
-	c, err := s.clients.load(ctx, t, id)
+	c, err := s.core.Client(ctx, t, id)
 	if err != nil {
 		var re *fosite.RFC6749Error
 		if errors.As(err, &re) && re.HintField != "" {
@@ -176,7 +177,7 @@ func (s *Server) checkClientRedirect(ctx context.Context, t identity.Tenant, for
 		}
 		return refuse("oauth.unknown_client", t.Name)
 	}
-	if ru := form.Get("redirect_uri"); ru != "" && !matchRedirect(c.RedirectURIs, ru) {
+	if ru := form.Get("redirect_uri"); ru != "" && !provider.MatchRedirect(c.RedirectURIs, ru) {
 		return refuse("oauth.redirect_mismatch")
 	}
 	return Problem{}, false
@@ -217,19 +218,19 @@ func (s *Server) issue(ctx context.Context, w http.ResponseWriter, t identity.Te
 		ar.GrantScope(sc)
 	}
 	ar.GrantAudience(s.urls.Resource(t.Slug))
-	resp, err := s.provider.NewAuthorizeResponse(ctx, ar, &Session{MemberID: m.ID})
+	resp, err := s.fosite.NewAuthorizeResponse(ctx, ar, &provider.Session{MemberID: m.ID})
 	if err != nil {
 		s.logServerError(ctx, "authorize response", err)
-		s.provider.WriteAuthorizeError(ctx, w, ar, err)
+		s.fosite.WriteAuthorizeError(ctx, w, ar, err)
 		return nil
 	}
-	s.provider.WriteAuthorizeResponse(ctx, w, ar, resp)
+	s.fosite.WriteAuthorizeResponse(ctx, w, ar, resp)
 	return nil
 }
 
 func (s *Server) renderConsent(c echo.Context, t identity.Tenant, ar fosite.AuthorizeRequester, m identity.Member, withheld []string) error {
 	ctx := c.Request().Context()
-	cl, err := s.clients.load(ctx, t, ar.GetClient().GetID())
+	cl, err := s.core.Client(ctx, t, ar.GetClient().GetID())
 	if err != nil {
 		return s.fail(c, t, "load client for consent", err)
 	}

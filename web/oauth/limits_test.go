@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/storage/redisx/redistest"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 // TestSuccessfulSignInsDoNotCountAsFailures: the sign-in limit counts failed

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 func getJSON(t testing.TB, u string, v any) int {

@@ -8,6 +8,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/visorhq/visor/auth"
+	provider "github.com/visorhq/visor/auth/oauth"
 )
 
 // token is the token endpoint: authorization_code with PKCE, and
@@ -15,43 +16,43 @@ import (
 // MCP endpoint.
 func (s *Server) token(c echo.Context) error {
 	req := c.Request()
-	ctx, announce := s.watchRevocations(req.Context())
+	ctx, announce := s.core.WatchRevocations(req.Context())
 	defer announce() // a refresh rotates, a reused refresh token or code revokes its grant
 	t, _ := auth.TenantFrom(ctx)
 	w := c.Response()
-	sess := &Session{}
+	sess := &provider.Session{}
 	if err := req.ParseForm(); err == nil {
 		for _, r := range req.PostForm["resource"] {
 			if !sameResource(r, s.urls.Resource(t.Slug)) {
-				s.provider.WriteAccessError(ctx, w, nil, errInvalidTarget())
+				s.fosite.WriteAccessError(ctx, w, nil, errInvalidTarget())
 				return nil
 			}
 		}
 	}
-	ar, err := s.provider.NewAccessRequest(ctx, req, sess)
+	ar, err := s.fosite.NewAccessRequest(ctx, req, sess)
 	if err != nil {
 		s.logServerError(ctx, "token request", err)
-		s.provider.WriteAccessError(ctx, w, ar, err)
+		s.fosite.WriteAccessError(ctx, w, ar, err)
 		return nil
 	}
-	resp, err := s.provider.NewAccessResponse(ctx, ar)
+	resp, err := s.fosite.NewAccessResponse(ctx, ar)
 	if err != nil {
 		s.logServerError(ctx, "token response", err)
-		s.provider.WriteAccessError(ctx, w, ar, err)
+		s.fosite.WriteAccessError(ctx, w, ar, err)
 		return nil
 	}
-	s.provider.WriteAccessResponse(ctx, w, ar, resp)
+	s.fosite.WriteAccessResponse(ctx, w, ar, resp)
 	return nil
 }
 
 // revoke is the RFC 7009 revocation endpoint. Revoking either token of a
 // grant revokes the whole grant.
 func (s *Server) revoke(c echo.Context) error {
-	ctx, announce := s.watchRevocations(c.Request().Context())
-	err := s.provider.NewRevocationRequest(ctx, c.Request())
+	ctx, announce := s.core.WatchRevocations(c.Request().Context())
+	err := s.fosite.NewRevocationRequest(ctx, c.Request())
 	announce()
 	s.logServerError(ctx, "revocation", err)
-	s.provider.WriteRevocationResponse(ctx, c.Response(), err)
+	s.fosite.WriteRevocationResponse(ctx, c.Response(), err)
 	return nil
 }
 

@@ -2,7 +2,7 @@ package oauth
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
+	"crypto/rand"
 	"encoding/base64"
 	"net/http"
 	"strings"
@@ -23,13 +23,6 @@ const (
 	deviceCookieTTL  = 90 * 24 * time.Hour
 )
 
-// deviceMAC binds a device nonce to one member (tenant and email).
-func (s *Server) deviceMAC(t identity.Tenant, email, nonce string) string {
-	m := hmac.New(sha256.New, s.deviceKey)
-	m.Write([]byte(t.ID.String() + "\x00" + email + "\x00" + nonce))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
 // knownDevice returns the nonce of the request's device cookie when it was
 // issued to this browser for email in t.
 func (s *Server) knownDevice(c echo.Context, t identity.Tenant, email string) (string, bool) {
@@ -38,17 +31,24 @@ func (s *Server) knownDevice(c echo.Context, t identity.Tenant, email string) (s
 		return "", false
 	}
 	nonce, mac, ok := strings.Cut(ck.Value, ".")
-	if !ok || len(nonce) != 43 || !hmac.Equal([]byte(mac), []byte(s.deviceMAC(t, email, nonce))) {
+	if !ok || len(nonce) != 43 || !hmac.Equal([]byte(mac), []byte(s.core.DeviceMAC(t, email, nonce))) {
 		return "", false
 	}
 	return nonce, true
 }
 
+// newNonce returns a device cookie's random nonce: 43 characters.
+func newNonce() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
 // rememberDevice (re)issues the device cookie after email signed in to t.
 func (s *Server) rememberDevice(c echo.Context, t identity.Tenant, email, nonce string) {
 	if nonce == "" {
-		nonce = randomToken()
+		nonce = newNonce()
 	}
-	c.SetCookie(&http.Cookie{Name: deviceCookieName, Value: nonce + "." + s.deviceMAC(t, email, nonce), Path: "/t/" + t.Slug + "/",
+	c.SetCookie(&http.Cookie{Name: deviceCookieName, Value: nonce + "." + s.core.DeviceMAC(t, email, nonce), Path: "/t/" + t.Slug + "/",
 		HttpOnly: true, Secure: s.secureCookies(), SameSite: http.SameSiteStrictMode, MaxAge: int(deviceCookieTTL / time.Second)})
 }

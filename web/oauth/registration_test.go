@@ -11,8 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth/oauth"
+	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/web/oauth"
 )
 
 // TestMetadataDocumentRefusals shows each CIMD guard refusing a client:
@@ -87,7 +88,7 @@ func TestFetcherGuards(t *testing.T) {
 	roots.AddCert(slow.Certificate())
 	ctx := context.Background()
 
-	guarded := oauth.NewFetcher(oauth.FetcherConfig{RootCAs: roots})
+	guarded := provider.NewFetcher(provider.FetcherConfig{RootCAs: roots})
 	_, err := guarded.Fetch(ctx, slow.URL+"/doc.json")
 	require.True(t, fault.Is(err, fault.Forbidden), "loopback without allowlist: %v", err)
 	require.Contains(t, fault.Message(err), "non-public address")
@@ -100,13 +101,13 @@ func TestFetcherGuards(t *testing.T) {
 	_, err = guarded.Fetch(ctx, strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"/doc.json")
 	require.True(t, fault.Is(err, fault.Forbidden), "%v", err)
 
-	allowed := oauth.NewFetcher(oauth.FetcherConfig{RootCAs: roots, AllowPrivateHosts: []string{"127.0.0.1"}, Timeout: 500 * time.Millisecond, MaxBytes: 100})
+	allowed := provider.NewFetcher(provider.FetcherConfig{RootCAs: roots, AllowPrivateHosts: []string{"127.0.0.1"}, Timeout: 500 * time.Millisecond, MaxBytes: 100})
 	c, err := allowed.Fetch(ctx, slow.URL+"/doc.json")
 	require.NoError(t, err)
 	require.Equal(t, []string{"https://c.example/cb"}, c.RedirectURIs)
 	_, err = allowed.Fetch(ctx, slow.URL+"/slow.json")
 	require.True(t, fault.Is(err, fault.Unavailable), "timeout: %v", err)
-	small := oauth.NewFetcher(oauth.FetcherConfig{RootCAs: roots, AllowPrivateHosts: []string{"127.0.0.1"}, MaxBytes: 10})
+	small := provider.NewFetcher(provider.FetcherConfig{RootCAs: roots, AllowPrivateHosts: []string{"127.0.0.1"}, MaxBytes: 10})
 	_, err = small.Fetch(ctx, slow.URL+"/doc.json")
 	require.True(t, fault.Is(err, fault.TooLarge), "%v", err)
 	_, err = allowed.Fetch(ctx, "http://example.com/doc.json")
