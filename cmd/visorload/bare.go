@@ -21,7 +21,7 @@ type bare struct {
 	client *http.Client
 }
 
-func startBare(listed []json.RawMessage) (*bare, error) {
+func startBare(listed []json.RawMessage, timeout time.Duration) (*bare, error) {
 	s := sdk.NewServer(&sdk.Implementation{Name: "bare", Version: "1"}, nil)
 	for _, raw := range listed {
 		var t struct {
@@ -43,7 +43,7 @@ func startBare(listed []json.RawMessage) (*bare, error) {
 	}
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
 	b := &bare{url: "http://" + ln.Addr().String() + "/mcp", srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}}
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: timeout}}
 	go func() { _ = b.srv.Serve(ln) }()
 	return b, nil
 }

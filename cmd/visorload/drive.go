@@ -19,8 +19,11 @@ type results struct {
 	sample  map[string]error // one error of each kind, to show
 }
 
-// drive runs op from clients goroutines for d, each request's kind drawn by
-// the weights in mix.
+// drive runs op from clients goroutines, each request's kind drawn by the
+// weights in mix. Clients start requests for d; a request still in flight
+// at the end is waited for and counted (each is bounded by the client's own
+// timeout), so a run on a slow server still reports what completed, and
+// elapsed is the time until the last one ended.
 func drive(ctx context.Context, clients int, d time.Duration, mix map[string]int, op func(context.Context, string) error) results {
 	var kinds []string
 	for k, w := range mix {
@@ -28,31 +31,27 @@ func drive(ctx context.Context, clients int, d time.Duration, mix map[string]int
 			kinds = append(kinds, k)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
 	res := results{lat: map[string][]time.Duration{}, errs: map[string]int{}, sample: map[string]error{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
+	end := start.Add(d)
 	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			lat := map[string][]time.Duration{}
 			errs := map[string]int{}
-			var last map[string]error
-			for ctx.Err() == nil {
+			last := map[string]error{}
+			for ctx.Err() == nil && time.Now().Before(end) {
 				k := kinds[rand.IntN(len(kinds))]
 				t0 := time.Now()
 				err := op(ctx, k)
 				if ctx.Err() != nil {
-					break // cut short by the end of the run: not counted
+					break // interrupted: not counted
 				}
 				if err != nil {
 					errs[k]++
-					if last == nil {
-						last = map[string]error{}
-					}
 					last[k] = err
 					continue
 				}
@@ -89,6 +88,21 @@ func (r results) kinds() []string {
 }
 
 func (r results) rate(k string) float64 { return float64(len(r.lat[k])) / r.elapsed.Seconds() }
+
+// ok and failed are the completed and failed requests of every kind.
+func (r results) ok() (n int) {
+	for _, l := range r.lat {
+		n += len(l)
+	}
+	return n
+}
+
+func (r results) failed() (n int) {
+	for _, e := range r.errs {
+		n += e
+	}
+	return n
+}
 
 func quantile(l []time.Duration, q float64) time.Duration {
 	if len(l) == 0 {

@@ -42,6 +42,7 @@ type config struct {
 	mix         map[string]int
 	callTool    string
 	callArgs    string
+	timeout     time.Duration
 	bare        bool
 }
 
@@ -59,6 +60,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&mix, "mix", "list=70,call=25,settings=5", "weights of the request kinds (list, call, settings)")
 	fs.StringVar(&c.callTool, "call-tool", "agent_status", "the tool tools/call calls")
 	fs.StringVar(&c.callArgs, "call-args", "{}", "its arguments, a JSON object")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "the longest one request (or a listen stream's acknowledgment) may take")
 	fs.BoolVar(&c.bare, "bare", true, "also drive a bare go-sdk server holding the same tools, for comparison")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -71,15 +73,15 @@ func parse(args []string) (config, error) {
 	} else if c.operatorKey == "" {
 		return c, errors.New("give -operator-key (to create employees) or -keys")
 	}
-	if c.clients < 1 || c.duration <= 0 || c.listen < 0 {
-		return c, errors.New("-clients must be at least 1, -duration positive and -listen not negative")
+	if c.clients < 1 || c.duration <= 0 || c.listen < 0 || c.agents < 0 || c.timeout <= 0 {
+		return c, errors.New("-clients must be at least 1, -duration and -timeout positive, -agents and -listen not negative")
 	}
 	m, err := parseMix(mix)
 	if err != nil {
 		return c, err
 	}
-	if m["settings"] > 0 && c.operatorKey == "" {
-		return c, errors.New("settings changes need -operator-key")
+	if m["settings"] > 0 && (c.operatorKey == "" || len(c.keys) > 0) {
+		return c, errors.New("settings changes need -operator-key and the employees it creates (not -keys); give -mix without settings")
 	}
 	c.mix = m
 	return c, nil
@@ -108,31 +110,85 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	_, err = load(ctx, c, out)
+	return err
+}
+
+// summary is what a run measured, for the caller to check.
+type summary struct {
+	visor, bare   results
+	listens       int64 // acknowledged
+	listenFailed  int64 // refused or never acknowledged
+	listenEnded   int64 // ended by the server during the run
+	notifications int64
+}
+
+// load sets up the principals, drives Visor and then the bare server, and
+// prints what it measured.
+func load(ctx context.Context, c config, out io.Writer) (summary, error) {
+	var s summary
 	v := newVisor(c)
-	if err := v.setup(ctx); err != nil {
-		return err
+	if len(v.keys) == 0 {
+		t0 := time.Now()
+		err := v.create(ctx)
+		defer v.cleanup()
+		if err != nil {
+			return s, err
+		}
+		fmt.Fprintf(out, "setup: %d AI employees and their keys created in %.1f s\n", len(v.keys), time.Since(t0).Seconds())
 	}
-	defer v.cleanup()
+	t0 := time.Now()
+	if err := v.listTools(ctx); err != nil {
+		return s, err
+	}
+	if err := v.warm(ctx); err != nil {
+		return s, err
+	}
+	fmt.Fprintf(out, "setup: %d tools listed; every principal's first request (key verification) done in %.1f s\n", len(v.tools), time.Since(t0).Seconds())
+	t0 = time.Now()
 	listens := v.openListens(ctx, c.listen)
-	fmt.Fprintf(out, "visor: %s, %d principals, %d tools listed, %d listen streams open\n", c.url, len(v.keys), len(v.tools), listens.open())
-	res := drive(ctx, c.clients, c.duration, c.mix, v.op)
+	s.listens, s.listenFailed = listens.open(), listens.failures.Load()
+	fmt.Fprintf(out, "setup: %d of %d listen streams acknowledged in %.1f s\n", s.listens, c.listen, time.Since(t0).Seconds())
+	fmt.Fprintf(out, "visor: %s, %d principals, %d clients, mix %s\n", c.url, len(v.keys), c.clients, mixString(c.mix))
+	s.visor = drive(ctx, c.clients, c.duration, c.mix, v.op)
+	time.Sleep(100 * time.Millisecond) // the last changes' notifications
 	listens.close()
-	fmt.Fprintf(out, "list_changed notifications received on listen streams: %d\n\n", listens.notified())
-	report(out, "visor", res)
+	s.notifications, s.listenEnded = listens.notified(), listens.ended.Load()
+	s.listenFailed = listens.failures.Load()
+	fmt.Fprintf(out, "listen streams: %d list_changed notifications received; %d never acknowledged, %d ended by the server during the run\n",
+		s.notifications, s.listenFailed, s.listenEnded)
+	if listens.sample != nil {
+		fmt.Fprintf(out, "a listen stream error: %v\n", listens.sample)
+	}
+	fmt.Fprintln(out)
+	report(out, "visor", s.visor)
+	if ctx.Err() != nil {
+		return s, ctx.Err()
+	}
 	if !c.bare {
-		return nil
+		return s, nil
 	}
-	b, err := startBare(v.tools)
-	if err != nil {
-		return err
-	}
-	defer b.close()
 	mix := map[string]int{"list": c.mix["list"], "call": c.mix["call"]}
 	if mix["list"]+mix["call"] == 0 {
-		return nil
+		return s, nil
 	}
-	bres := drive(ctx, c.clients, c.duration, mix, b.op(c.callTool, c.callArgs))
-	report(out, "bare go-sdk", bres)
-	compare(out, res, bres)
-	return nil
+	b, err := startBare(v.tools, c.timeout)
+	if err != nil {
+		return s, err
+	}
+	defer b.close()
+	s.bare = drive(ctx, c.clients, c.duration, mix, b.op(c.callTool, c.callArgs))
+	report(out, "bare go-sdk", s.bare)
+	compare(out, s.visor, s.bare)
+	return s, ctx.Err()
+}
+
+func mixString(m map[string]int) string {
+	var parts []string
+	for _, k := range []string{"list", "call", "settings"} {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+		}
+	}
+	return strings.Join(parts, ",")
 }
