@@ -89,14 +89,7 @@ func (r results) kinds() []string {
 
 func (r results) rate(k string) float64 { return float64(len(r.lat[k])) / r.elapsed.Seconds() }
 
-// ok and failed are the completed and failed requests of every kind.
-func (r results) ok() (n int) {
-	for _, l := range r.lat {
-		n += len(l)
-	}
-	return n
-}
-
+// failed is the number of failed requests of every kind.
 func (r results) failed() (n int) {
 	for _, e := range r.errs {
 		n += e
