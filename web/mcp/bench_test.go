@@ -146,8 +146,15 @@ func load(b *testing.B, url, token string, hdr map[string]string, body string) {
 	loadWith(b, benchWorkers, url, token, hdr, body)
 }
 
-// loadWith is load from the given number of goroutines.
-func loadWith(b *testing.B, workers int, url, token string, hdr map[string]string, body string) {
+// loadStats are the figures loadWith reports.
+type loadStats struct {
+	rps      float64
+	p50, p99 time.Duration
+}
+
+// loadWith is load from the given number of goroutines. It returns the
+// figures it reports.
+func loadWith(b *testing.B, workers int, url, token string, hdr map[string]string, body string) loadStats {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2}}
 	// Requests in flight on one session need distinct ids.
 	var ids atomic.Int64
@@ -216,9 +223,11 @@ func loadWith(b *testing.B, workers int, url, token string, hdr map[string]strin
 	}
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "req/s")
-	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	st := loadStats{rps: float64(len(all)) / elapsed.Seconds(), p50: all[len(all)/2], p99: all[len(all)*99/100]}
+	b.ReportMetric(st.rps, "req/s")
+	b.ReportMetric(float64(st.p50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(st.p99.Microseconds()), "p99-µs")
+	return st
 }
 
 func BenchmarkEndpoint(b *testing.B) {

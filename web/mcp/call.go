@@ -30,35 +30,47 @@ import (
 // runs only once its row is durable as pending (begin): its side effect
 // never exists without its row.
 func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result, error) {
-	start := time.Now()
 	p, _, ok := principalOf(req)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: tools.CodeRefused, Message: "no caller identity"}
 	}
+	res, rerr := h.invoke(ctx, p, req.Params.Name, req.Params.Arguments, noteOf(req), progressOf(ctx, req))
+	if rerr != nil {
+		return nil, rerr
+	}
+	return res, nil
+}
+
+// invoke is a tools/call of p's, through the SDK (call) or not (serveCall):
+// decided, audited and run, with its answer as a result or a JSON-RPC
+// error. progress may be nil.
+func (h *Handler) invoke(ctx context.Context, p identity.Principal, name string, rawArgs json.RawMessage, note *callNote,
+	progress func(progress, total float64, message string)) (*sdk.CallToolResult, *jsonrpc.Error) {
+	start := time.Now()
 	e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
-		Tool: req.Params.Name, At: start}
-	allowed, res, rerr := h.decide(ctx, p, req.Params, &e)
+		Tool: name, At: start}
+	allowed, res, rerr := h.decide(ctx, p, name, rawArgs, &e)
 	if allowed != nil {
 		if err := h.begin(ctx, allowed.tool, e); err != nil {
 			h.log.ErrorContext(ctx, "audit record failed; not running the tool", "tool", e.Tool, "err", err)
-			h.record(noteOf(req), e.Tool, audit.OutcomeFailed, "", time.Since(start))
+			h.record(note, e.Tool, audit.OutcomeFailed, "", time.Since(start))
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the audit trail is unavailable, so the call was not run; retry later"}
 		}
-		allowed.call.Progress = progressOf(ctx, req)
+		allowed.call.Progress = progress
 		res, rerr = h.run(ctx, allowed, &e)
 	}
 	e.Latency = time.Since(start)
 	// A call its client cancelled is still recorded.
 	if err := h.audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		h.log.ErrorContext(ctx, "audit record failed; withholding the result", "tool", e.Tool, "err", err)
-		h.record(noteOf(req), e.Tool, audit.OutcomeFailed, "", time.Since(start))
+		h.record(note, e.Tool, audit.OutcomeFailed, "", time.Since(start))
 		msg := "the audit trail is unavailable, so the result was withheld; retry later"
 		if allowed != nil && !h.readOnly(allowed.tool) {
 			msg = "the call ran and is recorded as pending, but its outcome could not be recorded, so the result was withheld; check its effect before retrying"
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
-	h.record(noteOf(req), e.Tool, e.Outcome, e.Event, time.Since(start))
+	h.record(note, e.Tool, e.Outcome, e.Event, time.Since(start))
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -75,21 +87,21 @@ type allowedCall struct {
 // decide applies the policy and the argument checks. It returns either the
 // allowed call, or the answer for a refusal or bad arguments, with e filled
 // in accordingly.
-func (h *Handler) decide(ctx context.Context, p identity.Principal, params *sdk.CallToolParamsRaw, e *audit.Entry) (*allowedCall, *sdk.CallToolResult, *jsonrpc.Error) {
+func (h *Handler) decide(ctx context.Context, p identity.Principal, name string, rawArgs json.RawMessage, e *audit.Entry) (*allowedCall, *sdk.CallToolResult, *jsonrpc.Error) {
 	refuse := func(code int64, event, msg string) *jsonrpc.Error {
 		e.Outcome, e.Code, e.Event, e.Message = audit.OutcomeRefused, code, event, msg
 		return &jsonrpc.Error{Code: code, Message: msg}
 	}
-	tool, ok := h.reg.Get(params.Name)
+	tool, ok := h.reg.Get(name)
 	if !ok {
-		return nil, nil, refuse(tools.CodeUnknownTool, tools.EventUnknownTool, fmt.Sprintf("unknown tool %q", params.Name))
+		return nil, nil, refuse(tools.CodeUnknownTool, tools.EventUnknownTool, fmt.Sprintf("unknown tool %q", name))
 	}
 	sub, err := h.subjects.Load(ctx, p)
 	if err != nil {
 		je := rpcError(err)
 		return nil, nil, refuse(je.Code, tools.EventCapabilityDenied, je.Message)
 	}
-	args, argErr := tools.DecodeArgs(params.Arguments)
+	args, argErr := tools.DecodeArgs(rawArgs)
 	e.ArgsDigest = h.reg.Digest(tool, args)
 	e.Change = h.reg.AuditNote(tool, p.TenantID.String(), args)
 	if d := h.reg.Decide(sub, tool, args); !d.Allowed {
@@ -103,7 +115,7 @@ func (h *Handler) decide(ctx context.Context, p identity.Principal, params *sdk.
 	if argErr != nil {
 		return nil, h.toolError(e, argErr), nil
 	}
-	return &allowedCall{tool: tool, call: tools.Call{Subject: sub, Name: params.Name, Args: args, Raw: params.Arguments}}, nil, nil
+	return &allowedCall{tool: tool, call: tools.Call{Subject: sub, Name: name, Args: args, Raw: rawArgs}}, nil, nil
 }
 
 // begin makes the row of a call that may change something durable, as

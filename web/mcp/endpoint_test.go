@@ -98,8 +98,11 @@ type fixture struct {
 
 func echoTool(_ context.Context, c tools.Call) (*tools.Result, error) {
 	s, _ := tools.String(c.Args, "text")
-	if s == "fail" {
+	switch s {
+	case "fail":
 		return nil, fault.New(fault.Conflict, "the text may not be fail")
+	case "refuse":
+		return nil, tools.Refused(tools.EventRelationshipRefused, "that record is not yours")
 	}
 	return &tools.Result{Text: "echo: " + s}, nil
 }

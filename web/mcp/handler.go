@@ -55,6 +55,10 @@ type Options struct {
 	// DefaultListCacheEntries. Negative turns the cache off (every list
 	// runs the policy and encodes its page), for comparison.
 	ListCacheEntries int
+	// CallsThroughSDK sends every tools/call through the SDK's JSON-RPC
+	// layer, as before the endpoint answered plain ones itself
+	// (fastcall.go), for comparison.
+	CallsThroughSDK bool
 	// Metrics, when set, count tool calls per tool and outcome.
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -79,6 +83,10 @@ type Handler struct {
 	// listsServed counts tools/list answers written by serveList rather
 	// than the SDK.
 	listsServed atomic.Int64
+	// callsServed counts tools/call answers written by serveCall or
+	// serveSessionCall rather than the SDK; callsOff turns those off.
+	callsServed atomic.Int64
+	callsOff    bool
 
 	closeOnce sync.Once
 	closing   chan struct{} // closed by Close: held streams end
@@ -110,7 +118,7 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	}
 	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
 		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{}),
-		lists: newListCache(opts.ListCacheEntries)}
+		lists: newListCache(opts.ListCacheEntries), callsOff: opts.CallsThroughSDK}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))
@@ -234,7 +242,7 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		r = r.WithContext(context.WithValue(r.Context(), writerKey{}, http.NewResponseController(w)))
 	}
 	if modernEra(r, &pk) {
-		if h.serveList(w, r, p, &pk, body) || h.serveListen(w, r, p, &pk) {
+		if h.serveList(w, r, p, &pk, body) || h.serveCall(w, r, p, &pk, body) || h.serveListen(w, r, p, &pk) {
 			return
 		}
 		h.modern.ServeHTTP(w, r)

@@ -23,6 +23,7 @@ type binding struct {
 	owner   string
 	session *sdk.ServerSession
 	idle    *idleTimer
+	calls   *inflight // the session's calls the endpoint is answering
 }
 
 // bind records the session's owner and closes the session once no POST has
@@ -35,7 +36,7 @@ func (s *sessions) bind(id, owner string, ss *sdk.ServerSession, timeout time.Du
 		idle.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
 	}
 	s.mu.Lock()
-	s.m[id] = binding{owner: owner, session: ss, idle: idle}
+	s.m[id] = binding{owner: owner, session: ss, idle: idle, calls: &inflight{}}
 	s.mu.Unlock()
 	go func() { // forget the binding when the session ends, however it ends
 		_ = ss.Wait()
@@ -104,7 +105,7 @@ func (s *sessions) all() []binding {
 // principal is answered exactly as an unknown one (404), so ids cannot be
 // probed. A request for a method the server does not have is JSON-RPC
 // -32601. A plain tools/list is answered from the list cache
-// (serveSessionList). A GET stream is registered with the live hub while it is open.
+// (serveSessionList), a plain tools/call by the endpoint (serveSessionCall). A GET stream is registered with the live hub while it is open.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity.Principal, body []byte) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
@@ -119,8 +120,12 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity
 	if r.Method == http.MethodPost {
 		b.idle.begin()
 		defer b.idle.end()
-		if pk, _ := r.Context().Value(peekKey{}).(*peek); pk != nil && (unknownMethod(w, pk) || h.serveSessionList(w, r, p, pk, body, b)) {
+		pk, _ := r.Context().Value(peekKey{}).(*peek)
+		if pk != nil && (unknownMethod(w, pk) || h.serveSessionList(w, r, p, pk, body, b) || h.serveSessionCall(w, r, p, pk, body, b)) {
 			return
+		}
+		if pk != nil && pk.Method == "notifications/cancelled" {
+			cancelCall(b, body)
 		}
 	}
 	if r.Method == http.MethodGet && r.Header.Get("Last-Event-Id") == "" {
