@@ -82,23 +82,32 @@ func (h *hub) wait(t *testing.T, n int) []live.Stream {
 }
 
 type fixture struct {
-	url    string
-	mount  func() string // starts another replica on the same stores; returns its URL
-	dir    *dir
-	audit  *audit.Memory
-	hub    *hub
-	tokens map[string]identity.Principal
-	agent  identity.Agent
-	ep     *Handler // the endpoint mounted last
+	url   string
+	mount func() string // starts another replica on the same stores; returns its URL
+	dir   *dir
+	audit *audit.Memory
+	// refuseAudit, when set, fails the audit rows it returns an error for.
+	refuseAudit func(audit.Entry) error
+	hub         *hub
+	tokens      map[string]identity.Principal
+	agent       identity.Agent
+	ep          *Handler // the endpoint mounted last
 	// listCache and sessionTimeout are Options.ListCacheEntries and
 	// Options.SessionTimeout of endpoints mounted after they are set.
 	listCache      int
 	sessionTimeout time.Duration
 }
 
-func echoTool(_ context.Context, c tools.Call) (*tools.Result, error) {
+func echoTool(ctx context.Context, c tools.Call) (*tools.Result, error) {
 	s, _ := tools.String(c.Args, "text")
 	switch s {
+	case "block": // until the call is cancelled
+		select {
+		case <-ctx.Done():
+			return nil, fault.New(fault.Conflict, "cancelled")
+		case <-time.After(10 * time.Second):
+			return nil, fault.New(fault.Conflict, "not cancelled")
+		}
 	case "fail":
 		return nil, fault.New(fault.Conflict, "the text may not be fail")
 	case "refuse":
@@ -131,7 +140,7 @@ func newFixture(t *testing.T) *fixture {
 		"ext-read": {TenantID: tenant.ID, TenantSlug: "acme", Kind: identity.KindExternal, ClientID: "c", MemberID: uuid.New(), Scopes: []string{identity.ScopeToolsRead}},
 	}}
 	f.mount = func() string {
-		ep := New(reg, tools.NewSubjects(d, tools.NoGrants{}, 0), rec, h, Options{PageSize: 3, MaxBodyBytes: 64 << 10, ListCacheEntries: f.listCache,
+		ep := New(reg, tools.NewSubjects(d, tools.NoGrants{}, 0), fixtureRecorder{f}, h, Options{PageSize: 3, MaxBodyBytes: 64 << 10, ListCacheEntries: f.listCache,
 			SessionTimeout: f.sessionTimeout})
 		f.ep = ep
 		e := echo.New()
@@ -151,6 +160,19 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.url = f.mount()
 	return f
+}
+
+// fixtureRecorder records in the fixture's memory, unless refuseAudit
+// refuses the row.
+type fixtureRecorder struct{ f *fixture }
+
+func (r fixtureRecorder) Record(ctx context.Context, e audit.Entry) error {
+	if r.f.refuseAudit != nil {
+		if err := r.f.refuseAudit(e); err != nil {
+			return err
+		}
+	}
+	return r.f.audit.Record(ctx, e)
 }
 
 type reply struct {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/fault"
 )
 
 // callCases are tools/calls of every kind of answer: a result, a tool
@@ -119,6 +121,149 @@ func TestCallAnsweredByTheEndpointIsTheSDKsAnswer(t *testing.T) {
 						require.Equal(t, rowsSince(f, rows), fastRows, "the same audit rows")
 					}
 				})
+			}
+		})
+	}
+}
+
+// When the audit trail cannot take a call's row, the endpoint's answer is
+// still the SDK's: a tool that is not read-only is not run without its
+// pending row; a result is withheld when its row cannot be completed.
+func TestCallWhoseRowCannotBeRecordedIsAnsweredAsTheSDKDoes(t *testing.T) {
+	f := newFixture(t)
+	unavailable := fault.New(fault.Unavailable, "the audit trail is unavailable")
+	ran := 0
+	for _, c := range []struct {
+		name, tool, want string
+		refuse           func(audit.Entry) error
+	}{
+		{"no pending row", "plain_write", "the call was not run", func(e audit.Entry) error {
+			if e.Outcome == audit.OutcomePending {
+				return unavailable
+			}
+			return nil
+		}},
+		{"no completed row", "plain_write", "the call ran and is recorded as pending", func(e audit.Entry) error {
+			if e.Outcome != audit.OutcomePending {
+				return unavailable
+			}
+			return nil
+		}},
+		{"no row of a read-only call", "agent_status", "the result was withheld", func(audit.Entry) error { return unavailable }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f.refuseAudit = c.refuse
+			defer func() { f.refuseAudit = nil }()
+			hdr := modernHeaders("tools/call", c.tool)
+			before := f.ep.callsServed.Load()
+			fast := f.rpc(t, "emp", hdr, callMsg("1", c.tool, `{"text":"x"}`, modernMeta+","))
+			require.Equal(t, before+1, f.ep.callsServed.Load())
+			slow := f.rpc(t, "emp", hdr, strings.Replace(callMsg("1", c.tool, `{"text":"x"}`, modernMeta+","), `"_meta":{`, `"_meta":{"x-trace":"1",`, 1))
+			require.Equal(t, before+1, f.ep.callsServed.Load())
+			require.Equal(t, slow.body, fast.body)
+			require.EqualValues(t, -32603, fast.rpcErr(t)["code"])
+			require.Contains(t, fast.rpcErr(t)["message"], c.want)
+			ran++
+		})
+	}
+	require.Equal(t, 3, ran)
+}
+
+func TestCallTheEndpointDoesNotAnswerGoesToTheSDK(t *testing.T) {
+	f := newFixture(t)
+	hdr := modernHeaders("tools/call", "agent_status")
+	body := callMsg("1", "agent_status", `{"text":"hi"}`, modernMeta+",")
+	with := func(k, v string) map[string]string {
+		h := map[string]string{}
+		for a, b := range hdr {
+			h[a] = b
+		}
+		if v == "" {
+			delete(h, k)
+		} else {
+			h[k] = v
+		}
+		return h
+	}
+	for _, c := range []struct {
+		name string
+		hdr  map[string]string
+		body string
+		code int64 // the SDK's JSON-RPC error, 0 for a result
+	}{
+		{"no Mcp-Name", with("Mcp-Name", ""), body, -32020},
+		{"Mcp-Name of another tool", with("Mcp-Name", "plain_write"), body, -32020},
+		{"no Mcp-Method", with("Mcp-Method", ""), body, -32020},
+		{"name not a string", with("Mcp-Name", "5"), strings.Replace(body, `"name":"agent_status"`, `"name":5`, 1), -32020},
+		{"no client capabilities", hdr, strings.Replace(body, `,"io.modelcontextprotocol/clientCapabilities":{}`, "", 1), -32602},
+		{"client info not an object", hdr, strings.Replace(body, `{"name":"t","version":"1"}`, `7`, 1), -32602},
+		{"progress token", hdr, strings.Replace(body, `"_meta":{`, `"_meta":{"progressToken":"p1",`, 1), 0},
+		{"name in other case", hdr, strings.Replace(body, `"name":`, `"Name":"x","name":`, 1), 0},
+		{"id with an escape", hdr, strings.Replace(body, `"id":1`, `"id":"a\u0041"`, 1), 0},
+		{"negative id", hdr, strings.Replace(body, `"id":1`, `"id":-1`, 1), 0},
+		{"extra member", hdr, strings.Replace(body, `"id":1`, `"id":1,"x":true`, 1), 0},
+		{"many nested arguments", hdr, strings.Replace(body, `{"text":"hi"}`, `{"text":"hi","x":`+strings.Repeat("[", 600)+strings.Repeat("]", 600)+`,"y":`+strings.Repeat("[", 500)+strings.Repeat("]", 500)+`}`, 1), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, rows := f.ep.callsServed.Load(), len(f.audit.Entries())
+			r := f.rpc(t, "emp", c.hdr, c.body)
+			require.Equal(t, before, f.ep.callsServed.Load(), "not the endpoint's to answer")
+			if c.code != 0 {
+				require.EqualValues(t, c.code, r.rpcErr(t)["code"], r.body)
+				return
+			}
+			r.result(t)
+			require.Len(t, f.audit.Entries(), rows+1, "the SDK's path audits it")
+		})
+	}
+
+	// A legacy session's call with _meta (a progress token) goes to the SDK.
+	shdr := map[string]string{"Mcp-Session-Id": f.session(t, "emp", "2025-11-25"), "Mcp-Protocol-Version": "2025-11-25"}
+	before := f.ep.callsServed.Load()
+	r := f.rpc(t, "emp", shdr, callMsg("2", "agent_status", `{"text":"hi"}`, `"_meta":{"progressToken":"p"},`))
+	require.Equal(t, before, f.ep.callsServed.Load())
+	require.Equal(t, "echo: hi", r.result(t)["content"].([]any)[0].(map[string]any)["text"])
+	// So does one whose protocol version header is not the session's.
+	r = f.rpc(t, "emp", map[string]string{"Mcp-Session-Id": shdr["Mcp-Session-Id"], "Mcp-Protocol-Version": "2025-06-18"},
+		callMsg("3", "agent_status", `{"text":"hi"}`, ""))
+	require.Equal(t, before, f.ep.callsServed.Load(), r.body)
+	// And another principal presenting the session id is not answered.
+	r = f.rpc(t, "op", shdr, callMsg("4", "agent_status", `{"text":"hi"}`, ""))
+	require.Equal(t, http.StatusNotFound, r.status)
+	require.Equal(t, before, f.ep.callsServed.Load())
+}
+
+// In a legacy session a call the endpoint answers is cancelled as the SDK's
+// are, by notifications/cancelled naming its id, and an id already in flight
+// is refused as the SDK refuses it.
+func TestSessionCallCancelledAndDuplicateIDRefusedAsTheSDKDoes(t *testing.T) {
+	f := newFixture(t)
+	for _, via := range []struct{ name, extra string }{{"endpoint", ""}, {"SDK", `"_meta":{},`}} {
+		t.Run(via.name, func(t *testing.T) {
+			hdr := map[string]string{"Mcp-Session-Id": f.session(t, "emp", "2025-11-25"), "Mcp-Protocol-Version": "2025-11-25"}
+			before := f.ep.callsServed.Load()
+			done := make(chan reply, 1)
+			go func() { done <- f.rpc(t, "emp", hdr, callMsg(`"b1"`, "agent_status", `{"text":"block"}`, via.extra)) }()
+			var dup reply
+			require.Eventually(t, func() bool {
+				dup = f.rpc(t, "emp", hdr, callMsg(`"b1"`, "agent_status", `{"text":"hi"}`, via.extra))
+				return dup.status == http.StatusBadRequest
+			}, 5*time.Second, 20*time.Millisecond, "the first call is in flight")
+			require.Equal(t, `{"jsonrpc":"2.0","id":"b1","error":{"code":-32600,"message":"duplicate in-flight request ID b1"}}`, strings.TrimSpace(dup.body))
+			require.Equal(t, "application/json", dup.header.Get("Content-Type"))
+			start := time.Now()
+			n := f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b1"}}`)
+			require.Equal(t, http.StatusAccepted, n.status)
+			select {
+			case r := <-done:
+				require.Less(t, time.Since(start), 5*time.Second, "cancelled, not timed out: %s", r.body)
+			case <-time.After(8 * time.Second):
+				t.Fatal("the call was not cancelled")
+			}
+			if via.extra == "" {
+				require.Greater(t, f.ep.callsServed.Load(), before)
+			} else {
+				require.Equal(t, before, f.ep.callsServed.Load())
 			}
 		})
 	}

@@ -105,7 +105,9 @@ func (s *sessions) all() []binding {
 // principal is answered exactly as an unknown one (404), so ids cannot be
 // probed. A request for a method the server does not have is JSON-RPC
 // -32601. A plain tools/list is answered from the list cache
-// (serveSessionList), a plain tools/call by the endpoint (serveSessionCall). A GET stream is registered with the live hub while it is open.
+// (serveSessionList), a plain tools/call by the endpoint itself
+// (serveSessionCall). A GET stream is registered with the live hub while it
+// is open.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity.Principal, body []byte) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
