@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -130,13 +131,85 @@ func (w *DutyTickWorker) Work(ctx context.Context, job *river.Job[DutyTickArgs])
 	return err
 }
 
-// RegisterDuties adds the wake-up and tick jobs and their queue to reg.
-// concurrency is how many fire at once per worker process (20 if zero).
+// RegisterDuties adds the wake-up, tick and question push jobs and their
+// queue to reg. concurrency is how many run at once per worker process
+// (20 if zero).
 func RegisterDuties(reg *Registry, svc *responsibilities.Service, concurrency int) {
-	if concurrency <= 0 {
-		concurrency = 20
+	RegisterDutiesWith(reg, svc, DutyOptions{Concurrency: concurrency})
+}
+
+// DutyOptions configure the responsibility jobs.
+type DutyOptions struct {
+	Concurrency int                     // jobs at once per worker process (20 if zero)
+	Backoff     func(int) time.Duration // before retry n of a question's push (Backoff if nil)
+}
+
+// RegisterDutiesWith is RegisterDuties with options.
+func RegisterDutiesWith(reg *Registry, svc *responsibilities.Service, o DutyOptions) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 20
 	}
 	river.AddWorker(reg.Workers(), &DutyWakeupWorker{Duty: svc})
 	river.AddWorker(reg.Workers(), &DutyTickWorker{Duty: svc})
-	reg.AddQueue(DutyQueue, concurrency)
+	river.AddWorker(reg.Workers(), &DutyNoticeWorker{Duty: svc, Backoff: o.Backoff})
+	reg.AddQueue(DutyQueue, o.Concurrency)
 }
+
+// DutyNoticeArgs is the job that pushes one question to its
+// responsibility's webhook, inserted in the question's transaction at its
+// send time (later when quiet hours hold it). Retries back off like round
+// deliveries; webhook-id is the notice's id on every try.
+type DutyNoticeArgs struct {
+	TenantID         uuid.UUID `json:"tenant_id"`
+	ResponsibilityID uuid.UUID `json:"responsibility_id"`
+	NoticeID         uuid.UUID `json:"notice_id"`
+}
+
+// Kind names the job in River.
+func (DutyNoticeArgs) Kind() string { return "responsibility_question_push" }
+
+// NoticeAttempts is how many times a question's push is tried before it
+// fails.
+const NoticeAttempts = 8
+
+// ArmNoticeTx enqueues the push of a question at its send time.
+func (j DutyJobs) ArmNoticeTx(ctx context.Context, tx pgx.Tx, n responsibilities.Notice) error {
+	_, err := j.Client.InsertTx(ctx, tx, DutyNoticeArgs{TenantID: n.TenantID, ResponsibilityID: n.ResponsibilityID, NoticeID: n.ID},
+		&river.InsertOpts{Queue: DutyQueue, ScheduledAt: n.SendAt, MaxAttempts: NoticeAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	return err
+}
+
+// DutyNoticeWorker works DutyNoticeArgs.
+type DutyNoticeWorker struct {
+	river.WorkerDefaults[DutyNoticeArgs]
+	Duty *responsibilities.Service
+	// Backoff is the wait before retry n (Backoff if nil).
+	Backoff func(n int) time.Duration
+}
+
+// Work pushes the question (responsibilities.Service.DeliverNotice): a
+// notice held for quiet hours runs again when they end, one that cannot
+// be delivered stops retrying.
+func (w *DutyNoticeWorker) Work(ctx context.Context, job *river.Job[DutyNoticeArgs]) error {
+	err := w.Duty.DeliverNotice(ctx, job.Args.TenantID, job.Args.NoticeID, job.Attempt >= job.MaxAttempts)
+	var held *responsibilities.HeldError
+	switch {
+	case errors.As(err, &held):
+		return river.JobSnooze(max(time.Until(held.Until), time.Second))
+	case errors.Is(err, responsibilities.ErrPushPermanent):
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+// NextRetry schedules the next attempt.
+func (w *DutyNoticeWorker) NextRetry(job *river.Job[DutyNoticeArgs]) time.Time {
+	b := w.Backoff
+	if b == nil {
+		b = Backoff
+	}
+	return time.Now().Add(b(job.Attempt))
+}
+
+// Timeout bounds one attempt.
+func (w *DutyNoticeWorker) Timeout(*river.Job[DutyNoticeArgs]) time.Duration { return 30 * time.Second }

@@ -150,6 +150,8 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.duties = responsibilities.NewService(duties, agents.NewDelegation(a.stores.identity))
 	a.duties.SetQuestions(duties)
 	a.duties.SetSchedules(duties)
+	a.duties.SetNotices(duties)
+	a.duties.SetNotifier(a.dutyNotifier())
 	a.board.SetRuns(a.duties)
 	a.computer = a.newComputer()
 	return a, nil

@@ -53,6 +53,7 @@ type Draft struct {
 	MinWakeIntervalSecs int
 	StopAt              *time.Time
 	Subscriptions       []string
+	Notify              *NotifyChange
 }
 
 // Defaults of a new responsibility.
@@ -78,6 +79,7 @@ type Change struct {
 	ClearStopAt         bool
 	Subscriptions       *[]string
 	Status              *Status
+	Notify              *NotifyChange
 }
 
 // Create creates an active responsibility of d.AgentID (an employee of the
@@ -96,6 +98,10 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, tz, by string,
 		return Responsibility{}, err
 	}
 	if err := r.Check(tz, s.now()); err != nil {
+		return Responsibility{}, err
+	}
+	var err error
+	if r.Notify, r.NotifySecret, err = s.applyNotify(DefaultNotify(), d.Notify); err != nil {
 		return Responsibility{}, err
 	}
 	if err := s.store.CreateResponsibility(ctx, &r); err != nil {
@@ -133,6 +139,10 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, tz string,
 	return s.store.UpdateResponsibility(ctx, tenantID, id, func(r *Responsibility) error {
 		was := r.Status
 		apply(r, ch)
+		var err error
+		if r.Notify, r.NotifySecret, err = s.applyNotify(r.Notify, ch.Notify); err != nil {
+			return err
+		}
 		if was == Stopped && r.Status != Stopped {
 			return fault.New(fault.Conflict, "a stopped responsibility stays stopped; create a new one instead")
 		}

@@ -48,9 +48,14 @@ type Responsibility struct {
 	Subscriptions       []string   `json:"subscriptions"`
 	Status              Status     `json:"status"`
 	Epoch               int64      `json:"epoch"`
-	CreatedBy           string     `json:"created_by"`
-	CreatedAt           time.Time  `json:"created_at"`
-	UpdatedAt           time.Time  `json:"updated_at"`
+	// Notify is how its questions are pushed to operators.
+	Notify Notify `json:"notify,omitzero"`
+	// NotifySecret is the shown form of a new signing secret of the
+	// notify webhook, set only in the answer to the change that made it.
+	NotifySecret string    `json:"notify_secret,omitempty"`
+	CreatedBy    string    `json:"created_by"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // Window returns the bounds [from, to) of the window holding t.
@@ -156,6 +161,8 @@ type Wakeup struct {
 	AnswerFlags []string   `json:"answer_flags,omitempty"`
 	AnsweredBy  string     `json:"answered_by,omitempty"`
 	ReportedAt  *time.Time `json:"reported_at,omitempty"`
+	// Notice is the push a new question plans, written with it.
+	Notice *Notice `json:"-"`
 }
 
 // Usage is what one window has used.
@@ -197,6 +204,9 @@ type Armer struct {
 	OpenRun        *Run
 	Live           *Wakeup
 	Usage          func(from, to time.Time) (Usage, error)
+	// Notices counts the pushes of questions created in [from, to):
+	// queued, held, sent or failed (not refused or withdrawn).
+	Notices func(from, to time.Time) (int, error)
 }
 
 // Store persists responsibilities. Every method takes the tenant

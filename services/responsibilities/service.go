@@ -76,6 +76,8 @@ type Service struct {
 	now       func() time.Time
 	questions QuestionStore
 	zones     ScheduleStore
+	notices   NoticeStore
+	notifier  Notifier
 }
 
 // NewService returns the service.
@@ -343,7 +345,18 @@ func (s *Service) Ask(ctx context.Context, sub *tools.Subject, id uuid.UUID, q N
 		// The question and its options are scanned together; a match is
 		// shown to operators as a warning, never refused.
 		flags := ruleStrings(injection.Scan(strings.Join(append([]string{q.Text}, opts...), "\n")))
-		return &Wakeup{ID: uuid.New(), RunID: run.ID, Kind: Question, Epoch: r.Epoch, DueAt: now.Add(ttl).UTC(),
-			Question: q.Text, Options: opts, Flags: flags, CreatedBy: sub.Principal.ID()}, nil
+		w := &Wakeup{ID: uuid.New(), RunID: run.ID, Kind: Question, Epoch: r.Epoch, DueAt: now.Add(ttl).UTC(),
+			Question: q.Text, Options: opts, Flags: flags, CreatedBy: sub.Principal.ID()}
+		if r.Notify.Enabled {
+			// The window's pushes are counted under the same lock as the
+			// question, so concurrent questions never pass the cap.
+			from, to := r.Window(now)
+			pushed, err := a.Notices(from, to)
+			if err != nil {
+				return nil, err
+			}
+			w.Notice = planNotice(r, *w, pushed, sub.Tenant.Settings.TimeZone, now)
+		}
+		return w, nil
 	})
 }

@@ -70,6 +70,9 @@ func (s *Service) toolGet(ctx context.Context, c tools.Call) (*tools.Result, err
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d responsibilities.", len(rs))
+		for i := range rs {
+			rs[i].Notify = Notify{} // operators' settings: where and when questions are pushed
+		}
 		for _, r := range rs {
 			fmt.Fprintf(&b, "\n- %s %q (%s, epoch %d)", r.ID, r.Name, r.Status, r.Epoch)
 		}
@@ -79,6 +82,7 @@ func (s *Service) toolGet(ctx context.Context, c tools.Call) (*tools.Result, err
 	if err != nil {
 		return nil, err
 	}
+	sum.Notify = Notify{}
 	text := fmt.Sprintf("Responsibility %s %q is %s (epoch %d); this window: %d of %d runs, %d of %d cents spent, %d runs cost_not_counted.",
 		sum.ID, sum.Name, sum.Status, sum.Epoch, sum.Window.Runs, sum.RunLimit, sum.Window.SpendCents, sum.SpendCapCents, sum.Window.CostNotCounted)
 	if sum.OpenRun != nil {

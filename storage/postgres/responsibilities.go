@@ -28,14 +28,33 @@ var _ responsibilities.Store = (*ResponsibilityStore)(nil)
 func NewResponsibilityStore(db *DB) *ResponsibilityStore { return &ResponsibilityStore{db: db} }
 
 const respCols = `tenant_id, id, agent_id, name, charter, schedule, period_secs, window_anchor, run_limit, followup_limit,
-	spend_cap_cents, min_wake_interval_secs, stop_at, subscriptions, status, epoch, created_by, created_at, updated_at`
+	spend_cap_cents, min_wake_interval_secs, stop_at, subscriptions, status, epoch, created_by, created_at, updated_at,
+	notify_enabled, notify_url, notify_secret, notify_flagged, notify_quiet_start, notify_quiet_end, notify_max_per_window`
 
 func scanResp(row pgx.Row) (responsibilities.Responsibility, error) {
 	var r responsibilities.Responsibility
+	var quietStart, quietEnd *int
+	n := &r.Notify
 	err := row.Scan(&r.TenantID, &r.ID, &r.AgentID, &r.Name, &r.Charter, &r.Schedule, &r.PeriodSecs, &r.WindowAnchor, &r.RunLimit,
 		&r.FollowupLimit, &r.SpendCapCents, &r.MinWakeIntervalSecs, &r.StopAt, &r.Subscriptions, &r.Status, &r.Epoch, &r.CreatedBy,
-		&r.CreatedAt, &r.UpdatedAt)
+		&r.CreatedAt, &r.UpdatedAt, &n.Enabled, &n.URL, &n.Secret, &n.Flagged, &quietStart, &quietEnd, &n.MaxPerWindow)
+	if quietStart != nil && quietEnd != nil {
+		n.QuietStart, n.QuietEnd = responsibilities.Clock(*quietStart), responsibilities.Clock(*quietEnd)
+	}
 	return r, err
+}
+
+// notifyArgs are the notify columns' values of n, in respCols' order.
+func notifyArgs(n responsibilities.Notify) []any {
+	var start, end *int
+	if n.QuietStart != "" {
+		a, err1 := responsibilities.ClockMinutes(n.QuietStart)
+		b, err2 := responsibilities.ClockMinutes(n.QuietEnd)
+		if err1 == nil && err2 == nil {
+			start, end = &a, &b
+		}
+	}
+	return []any{n.Enabled, n.URL, n.Secret, n.Flagged, start, end, n.MaxPerWindow}
 }
 
 const runCols = `tenant_id, id, responsibility_id, task_id, epoch, reason, opened_at, closed_at, cost_cents, reports, wakeup_id`
@@ -70,12 +89,14 @@ func (s *ResponsibilityStore) CreateResponsibility(ctx context.Context, r *respo
 	}
 	// The first scheduled tick is armed in the same transaction.
 	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+		args := append([]any{r.TenantID, r.ID, r.AgentID, r.Name, r.Charter, r.Schedule, r.PeriodSecs, anchor, r.RunLimit, r.FollowupLimit,
+			r.SpendCapCents, r.MinWakeIntervalSecs, r.StopAt, r.Subscriptions, r.Status, r.CreatedBy}, notifyArgs(r.Notify)...)
 		err := tx.QueryRow(ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, charter, schedule, period_secs,
-				window_anchor, run_limit, followup_limit, spend_cap_cents, min_wake_interval_secs, stop_at, subscriptions, status, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()), $9, $10, $11, $12, $13, $14, $15, $16)
-			RETURNING window_anchor, epoch, created_at, updated_at`,
-			r.TenantID, r.ID, r.AgentID, r.Name, r.Charter, r.Schedule, r.PeriodSecs, anchor, r.RunLimit, r.FollowupLimit,
-			r.SpendCapCents, r.MinWakeIntervalSecs, r.StopAt, r.Subscriptions, r.Status, r.CreatedBy).
+				window_anchor, run_limit, followup_limit, spend_cap_cents, min_wake_interval_secs, stop_at, subscriptions, status, created_by,
+				notify_enabled, notify_url, notify_secret, notify_flagged, notify_quiet_start, notify_quiet_end, notify_max_per_window)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()), $9, $10, $11, $12, $13, $14, $15, $16,
+				$17, $18, $19, $20, $21, $22, $23)
+			RETURNING window_anchor, epoch, created_at, updated_at`, args...).
 			Scan(&r.WindowAnchor, &r.Epoch, &r.CreatedAt, &r.UpdatedAt)
 		if err != nil {
 			return err
@@ -126,18 +147,22 @@ func (s *ResponsibilityStore) UpdateResponsibility(ctx context.Context, tenantID
 		if r.Subscriptions == nil {
 			r.Subscriptions = []string{}
 		}
+		args := append([]any{tenantID, id, r.AgentID, r.Name, r.Charter, r.Schedule, r.PeriodSecs, r.RunLimit, r.FollowupLimit,
+			r.SpendCapCents, r.MinWakeIntervalSecs, r.StopAt, r.Subscriptions, r.Status}, notifyArgs(r.Notify)...)
 		err = tx.QueryRow(ctx, `UPDATE responsibilities SET agent_id = $3, name = $4, charter = $5, schedule = $6, period_secs = $7,
 				run_limit = $8, followup_limit = $9, spend_cap_cents = $10, min_wake_interval_secs = $11, stop_at = $12,
-				subscriptions = $13, status = $14, epoch = epoch + 1, updated_at = now()
-			WHERE tenant_id = $1 AND id = $2 RETURNING epoch, updated_at`,
-			tenantID, id, r.AgentID, r.Name, r.Charter, r.Schedule, r.PeriodSecs, r.RunLimit, r.FollowupLimit, r.SpendCapCents,
-			r.MinWakeIntervalSecs, r.StopAt, r.Subscriptions, r.Status).Scan(&r.Epoch, &r.UpdatedAt)
+				subscriptions = $13, status = $14, notify_enabled = $15, notify_url = $16, notify_secret = $17, notify_flagged = $18,
+				notify_quiet_start = $19, notify_quiet_end = $20, notify_max_per_window = $21, epoch = epoch + 1, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2 RETURNING epoch, updated_at`, args...).Scan(&r.Epoch, &r.UpdatedAt)
 		if err != nil {
 			return mapErr(err, "responsibility")
 		}
 		_, err = tx.Exec(ctx, `UPDATE responsibility_wakeups SET state = 'cancelled', settled_at = now()
 			WHERE tenant_id = $1 AND responsibility_id = $2 AND state = 'pending'`, tenantID, id)
 		if err != nil {
+			return err
+		}
+		if err := withdrawNotices(ctx, tx, tenantID, id); err != nil {
 			return err
 		}
 		r.TenantID, r.ID = tenantID, id
@@ -232,6 +257,8 @@ func (s *ResponsibilityStore) Arm(ctx context.Context, tenantID, responsibilityI
 		}
 		a := responsibilities.Armer{Responsibility: r, Usage: func(from, to time.Time) (responsibilities.Usage, error) {
 			return usage(ctx, tx, tenantID, responsibilityID, from, to)
+		}, Notices: func(from, to time.Time) (int, error) {
+			return pushedNotices(ctx, tx, tenantID, responsibilityID, from, to)
 		}}
 		if run, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM responsibility_runs
 			WHERE tenant_id = $1 AND responsibility_id = $2 AND closed_at IS NULL`, tenantID, responsibilityID)); err == nil {
@@ -269,9 +296,11 @@ func (s *ResponsibilityStore) Arm(ctx context.Context, tenantID, responsibilityI
 		nw.TenantID, nw.ResponsibilityID = tenantID, responsibilityID
 		w = *nw
 		if s.jobs != nil {
-			return s.jobs.ArmWakeupTx(ctx, tx, w)
+			if err := s.jobs.ArmWakeupTx(ctx, tx, w); err != nil {
+				return err
+			}
 		}
-		return nil
+		return s.insertNotice(ctx, tx, w)
 	})
 	return w, err
 }

@@ -23,6 +23,9 @@ type DutyJobs interface {
 	// scheduled tick of its current epoch, if any (tz is the tenant's time
 	// zone).
 	ResetTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility, tz string) error
+	// ArmNoticeTx enqueues the job that pushes a question, at its send
+	// time.
+	ArmNoticeTx(ctx context.Context, tx pgx.Tx, n responsibilities.Notice) error
 }
 
 // SetJobs sets where wake-up jobs are armed and cancelled. Without it no

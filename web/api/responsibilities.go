@@ -38,6 +38,31 @@ type NewResponsibility struct {
 	MinWakeIntervalSecs int        `json:"min_wake_interval_secs,omitempty"`
 	StopAt              *time.Time `json:"stop_at,omitempty"`
 	Subscriptions       []string   `json:"subscriptions,omitempty"`
+	Notify              *NotifyIn  `json:"notify,omitempty"`
+}
+
+// NotifyIn sets how a responsibility's questions are pushed to operators:
+// enabled, the https webhook url (a new url answers a new signing secret
+// once, as notify_secret), flagged ("notice": a question the injection
+// scan flagged pushes only a notice; "skip": it pushes nothing), quiet
+// hours in the tenant's time zone ("22:00" to "07:00"; pushes wait for
+// their end) and max_notifications_per_window. Absent fields stay.
+type NotifyIn struct {
+	Enabled         *bool   `json:"enabled,omitempty"`
+	URL             *string `json:"url,omitempty"`
+	Flagged         *string `json:"flagged,omitempty"`
+	QuietStart      *string `json:"quiet_start,omitempty"`
+	QuietEnd        *string `json:"quiet_end,omitempty"`
+	ClearQuietHours bool    `json:"clear_quiet_hours,omitempty"`
+	MaxPerWindow    *int    `json:"max_notifications_per_window,omitempty"`
+}
+
+func (n *NotifyIn) change() *responsibilities.NotifyChange {
+	if n == nil {
+		return nil
+	}
+	return &responsibilities.NotifyChange{Enabled: n.Enabled, URL: n.URL, Flagged: n.Flagged, QuietStart: n.QuietStart,
+		QuietEnd: n.QuietEnd, ClearQuietHours: n.ClearQuietHours, MaxPerWindow: n.MaxPerWindow}
 }
 
 // ResponsibilityPatch is the body of PATCH
@@ -57,6 +82,7 @@ type ResponsibilityPatch struct {
 	ClearStopAt         bool                     `json:"clear_stop_at,omitempty"`
 	Subscriptions       *[]string                `json:"subscriptions,omitempty"`
 	Status              *responsibilities.Status `json:"status,omitempty"`
+	Notify              *NotifyIn                `json:"notify,omitempty"`
 }
 
 // ResponsibilityList is a page of responsibilities, newest first.
@@ -75,6 +101,13 @@ type RunList struct {
 type SkipList struct {
 	Skips      []responsibilities.Skip `json:"skips"`
 	NextCursor string                  `json:"next_cursor,omitempty"`
+}
+
+// NoticeList is a page of a responsibility's question pushes, newest
+// first.
+type NoticeList struct {
+	Notices    []responsibilities.Notice `json:"notices"`
+	NextCursor string                    `json:"next_cursor,omitempty"`
 }
 
 // Operations lists the responsibility routes.
@@ -105,6 +138,9 @@ func (r Responsibilities) Operations() []Operation {
 		{Method: http.MethodGet, Path: one + "/skips", ID: "listResponsibilitySkips", Tag: "responsibilities", Needs: identity.ReadTenant,
 			Summary: "List the wake-ups that opened no run and why (run limit, spend cap, paused, stopped, epoch), newest first", Query: Paged(),
 			Response: SkipList{}, Handler: r.skips},
+		{Method: http.MethodGet, Path: one + "/notices", ID: "listResponsibilityNotices", Tag: "responsibilities", Needs: identity.ReadTenant,
+			Summary: "List the pushes of a responsibility's questions, newest first: sent, held for quiet hours, refused by a gate or the cap (with the reason), failed or withdrawn",
+			Query:   Paged(), Response: NoticeList{}, Handler: r.notices},
 	}
 }
 
@@ -153,7 +189,7 @@ func (r Responsibilities) create(c echo.Context) error {
 	out, err := r.svc.Create(c.Request().Context(), t.ID, t.Settings.TimeZone, principal(c).ID(), responsibilities.Draft{
 		AgentID: agent, Name: in.Name, Charter: in.Charter, Schedule: in.Schedule, PeriodSecs: in.PeriodSecs, RunLimit: in.RunLimit,
 		FollowupLimit: in.FollowupLimit, SpendCapCents: in.SpendCapCents, MinWakeIntervalSecs: in.MinWakeIntervalSecs,
-		StopAt: in.StopAt, Subscriptions: in.Subscriptions})
+		StopAt: in.StopAt, Subscriptions: in.Subscriptions, Notify: in.Notify.change()})
 	if err != nil {
 		return err
 	}
@@ -193,7 +229,7 @@ func (r Responsibilities) update(c echo.Context) error {
 	out, err := r.svc.Update(c.Request().Context(), t.ID, id, t.Settings.TimeZone, responsibilities.Change{Name: in.Name,
 		Charter: in.Charter, Schedule: in.Schedule, PeriodSecs: in.PeriodSecs, RunLimit: in.RunLimit, FollowupLimit: in.FollowupLimit,
 		SpendCapCents: in.SpendCapCents, MinWakeIntervalSecs: in.MinWakeIntervalSecs, StopAt: in.StopAt, ClearStopAt: in.ClearStopAt,
-		Subscriptions: in.Subscriptions, Status: in.Status})
+		Subscriptions: in.Subscriptions, Status: in.Status, Notify: in.Notify.change()})
 	if err != nil {
 		return missing(err, "responsibility", id)
 	}
@@ -286,6 +322,26 @@ func (r Responsibilities) skips(c echo.Context) error {
 	var out SkipList
 	out.Skips, out.NextCursor = cutPage(ks, page.Limit, func(k responsibilities.Skip) responsibilities.RunPosition {
 		return responsibilities.RunPosition{At: k.At, ID: k.ID}
+	})
+	return c.JSON(http.StatusOK, out)
+}
+
+func (r Responsibilities) notices(c echo.Context) error {
+	one, err := r.owned(c)
+	if err != nil {
+		return err
+	}
+	page, after, err := runPage(c)
+	if err != nil {
+		return err
+	}
+	ns, err := r.svc.Notices(c.Request().Context(), one.TenantID, one.ID, after, page.Limit+1)
+	if err != nil {
+		return err
+	}
+	var out NoticeList
+	out.Notices, out.NextCursor = cutPage(ns, page.Limit, func(n responsibilities.Notice) responsibilities.RunPosition {
+		return responsibilities.RunPosition{At: n.CreatedAt, ID: n.ID}
 	})
 	return c.JSON(http.StatusOK, out)
 }

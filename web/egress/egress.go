@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"syscall"
@@ -138,4 +139,38 @@ func isSpecial(ip netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// maxURL bounds a URL that callers give.
+const maxURL = 2000
+
+// CheckURL refuses a URL that a Client should never be pointed at: not
+// absolute https (plain http only for a host on devHosts), with
+// credentials or a fragment, or naming localhost or a non-public IP
+// literal (unless its host is on devHosts). Host names are checked again
+// on every dial, after DNS. It returns the URL normalized; errors are
+// fault.Invalid with what is wrong.
+func CheckURL(raw string, devHosts []string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil || len(raw) > maxURL || u.Host == "" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
+		return "", fault.New(fault.Invalid, "must be an absolute https URL of at most %d bytes, without credentials or fragment", maxURL)
+	}
+	host := strings.ToLower(u.Hostname())
+	dev := slices.Contains(devHosts, host)
+	if u.Scheme != "https" && (u.Scheme != "http" || !dev) {
+		return "", fault.New(fault.Invalid, "must use https")
+	}
+	if dev {
+		return u.String(), nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if CheckPublic(netip.AddrPortFrom(ip, 443).String()) != nil {
+			return "", fault.New(fault.Invalid, "names a private or special address (%s); it must be reachable on the public internet", ip)
+		}
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return "", fault.New(fault.Invalid, "names localhost; it must be reachable on the public internet")
+	}
+	return u.String(), nil
 }

@@ -1,0 +1,10 @@
+DROP TABLE responsibility_notices;
+ALTER TABLE responsibilities DROP CONSTRAINT responsibilities_notify_target;
+ALTER TABLE responsibilities DROP CONSTRAINT responsibilities_notify_quiet;
+ALTER TABLE responsibilities DROP COLUMN notify_max_per_window;
+ALTER TABLE responsibilities DROP COLUMN notify_quiet_end;
+ALTER TABLE responsibilities DROP COLUMN notify_quiet_start;
+ALTER TABLE responsibilities DROP COLUMN notify_flagged;
+ALTER TABLE responsibilities DROP COLUMN notify_secret;
+ALTER TABLE responsibilities DROP COLUMN notify_url;
+ALTER TABLE responsibilities DROP COLUMN notify_enabled;
