@@ -55,7 +55,8 @@ func newDutyEnv(t testing.TB) *dutyEnv {
 func (e *dutyEnv) runner(t testing.TB) *worker.Runner {
 	t.Helper()
 	reg := worker.NewRegistry()
-	worker.RegisterDuties(reg, e.svc, 4)
+	// Pushes retry quickly here; the delays themselves are River's.
+	worker.RegisterDutiesWith(reg, e.svc, worker.DutyOptions{Concurrency: 4, Backoff: func(int) time.Duration { return 100 * time.Millisecond }})
 	r, err := worker.NewRunner(e.db.Pool, reg, worker.Options{Logger: slog.New(slog.DiscardHandler), Concurrency: 2, DrainTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	if e.jobs.Client == nil {

@@ -14,7 +14,9 @@ func workerCommand() command {
 		detail: `Works the job queue in Postgres: it delivers wake-ups to AI employees'
 runtimes (signed webhooks, retried, then kept as dead letters), starts due
 routines and reminders, fires responsibility wake-ups (follow-ups, question
-expiries and scheduled runs, each a job at its due time), and removes
+expiries and scheduled runs, each a job at its due time), pushes the
+questions of responsibilities to operators' webhooks (signed, retried, held
+through quiet hours), and removes
 expired API keys, expired OAuth codes,
 tokens and sessions, and settled wake-ups older than thirty days. On SIGTERM
 or SIGINT it stops fetching and lets running jobs finish for up to

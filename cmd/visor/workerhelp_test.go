@@ -13,12 +13,13 @@ import (
 
 // jobWords says where `visor help worker` mentions each job kind.
 var jobWords = map[string]string{
-	"deliver_wakeup":        "delivers wake-ups",
-	"prune_wakeups":         "settled wake-ups",
-	"prune_keys":            "expired API keys",
-	"oauth_cleanup":         "expired OAuth codes",
-	"responsibility_wakeup": "responsibility wake-ups",
-	"responsibility_tick":   "scheduled runs",
+	"deliver_wakeup":               "delivers wake-ups",
+	"prune_wakeups":                "settled wake-ups",
+	"prune_keys":                   "expired API keys",
+	"oauth_cleanup":                "expired OAuth codes",
+	"responsibility_wakeup":        "responsibility wake-ups",
+	"responsibility_tick":          "scheduled runs",
+	"responsibility_question_push": "operators' webhooks",
 }
 
 // TestWorkerHelpPromisesOnlyItsJobs: `visor help worker` names every job

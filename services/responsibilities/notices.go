@@ -177,5 +177,8 @@ func (s *Service) SetNotices(n NoticeStore) { s.notices = n }
 // Notices lists a responsibility's pushes, newest first: what was sent,
 // held, refused (and why), failed or withdrawn.
 func (s *Service) Notices(ctx context.Context, tenantID, responsibilityID uuid.UUID, after *RunPosition, limit int) ([]Notice, error) {
+	if s.notices == nil {
+		return []Notice{}, nil
+	}
 	return s.notices.Notices(ctx, tenantID, responsibilityID, after, limit)
 }

@@ -83,6 +83,9 @@ func (s *ResponsibilityStore) CreateResponsibility(ctx context.Context, r *respo
 	if r.Subscriptions == nil {
 		r.Subscriptions = []string{}
 	}
+	if r.Notify.Flagged == "" && r.Notify.MaxPerWindow == 0 {
+		r.Notify.Flagged, r.Notify.MaxPerWindow = responsibilities.FlaggedNotice, responsibilities.DefaultNoticesPerWindow
+	}
 	anchor := &r.WindowAnchor
 	if r.WindowAnchor.IsZero() {
 		anchor = nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
+	"github.com/visorhq/visor/web/egress"
 	"github.com/visorhq/visor/web/server"
 )
 
@@ -37,7 +39,10 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 	log := slog.New(slog.DiscardHandler)
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
 	ids := identity.NewService(store, resolver, log)
-	duties := responsibilities.NewService(postgres.NewResponsibilityStore(db), agents.NewDelegation(store))
+	rs := postgres.NewResponsibilityStore(db)
+	duties := responsibilities.NewService(rs, agents.NewDelegation(store))
+	duties.SetNotices(rs)
+	duties.SetNotifier(responsibilities.Notifier{CheckURL: func(raw string) (string, error) { return egress.CheckURL(raw, nil) }})
 	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
 	adm.Add(api.NewResponsibilities(duties))
@@ -178,7 +183,7 @@ func TestAnotherTenantNeverReachesAResponsibility(t *testing.T) {
 	theirs := "/api/v1/tenants/globex/responsibilities/" + r.ID.String()
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", theirs, ""}, {"PATCH", theirs, `{"name":"taken"}`}, {"DELETE", theirs, ""}, {"POST", theirs + "/run", ""},
-		{"GET", theirs + "/runs", ""}, {"GET", theirs + "/skips", ""},
+		{"GET", theirs + "/runs", ""}, {"GET", theirs + "/skips", ""}, {"GET", theirs + "/notices", ""},
 	} {
 		code, body := f.do(c.method, c.path, f.globexKey, c.body, nil)
 		require.Equal(t, 404, code, "%s %s: %s", c.method, c.path, body)
@@ -196,4 +201,73 @@ func TestAnotherTenantNeverReachesAResponsibility(t *testing.T) {
 	require.Equal(t, 200, code, body)
 	require.Equal(t, "inbox", got.Name)
 	require.Equal(t, int64(1), got.Epoch, "nothing changed it")
+}
+
+// TestNotifySettingsAreCheckedAndTheSecretShownOnce: an operator turns
+// pushes on with an https webhook; the signing secret is answered once,
+// never read back; a bad or private URL, an unknown flagged policy, half
+// of the quiet hours or a cap out of range is a 400 that says what is
+// wrong.
+func TestNotifySettingsAreCheckedAndTheSecretShownOnce(t *testing.T) {
+	t.Parallel()
+	f := newDutyFixture(t)
+	base := "/api/v1/tenants/acme/responsibilities"
+	var r responsibilities.Responsibility
+	code, body := f.do("POST", base, f.opKey, `{"agent":"ada","name":"inbox","spend_cap_cents":5,
+		"notify":{"enabled":true,"url":"https://hooks.example.com/visor","quiet_start":"22:00","quiet_end":"07:00","max_notifications_per_window":3}}`, &r)
+	require.Equal(t, 201, code, body)
+	require.True(t, r.Notify.Enabled)
+	require.Equal(t, "https://hooks.example.com/visor", r.Notify.URL)
+	require.Equal(t, "22:00", r.Notify.QuietStart)
+	require.Equal(t, 3, r.Notify.MaxPerWindow)
+	require.Equal(t, responsibilities.FlaggedNotice, r.Notify.Flagged)
+	require.True(t, strings.HasPrefix(r.NotifySecret, "whsec_"), body)
+
+	one := base + "/" + r.ID.String()
+	code, body = f.do("GET", one, f.readKey, "", nil)
+	require.Equal(t, 200, code, body)
+	require.NotContains(t, body, "whsec_", "the secret is never read back")
+	require.NotContains(t, body, strings.TrimPrefix(r.NotifySecret, "whsec_"))
+
+	var up responsibilities.Responsibility
+	code, body = f.do("PATCH", one, f.opKey, `{"notify":{"flagged":"skip","clear_quiet_hours":true}}`, &up)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, responsibilities.FlaggedSkip, up.Notify.Flagged)
+	require.Empty(t, up.Notify.QuietStart)
+	require.Empty(t, up.NotifySecret, "the URL stayed: no new secret")
+	code, body = f.do("PATCH", one, f.opKey, `{"notify":{"url":"https://hooks.example.com/other"}}`, &up)
+	require.Equal(t, 200, code, body)
+	require.NotEmpty(t, up.NotifySecret, "a new URL gets a new secret")
+	require.NotEqual(t, r.NotifySecret, up.NotifySecret)
+
+	for name, c := range map[string]struct{ notify, says string }{
+		"not a url":       {`{"enabled":true,"url":"hooks"}`, "https URL"},
+		"plain http":      {`{"enabled":true,"url":"http://hooks.example.com/x"}`, "https"},
+		"private address": {`{"enabled":true,"url":"https://10.0.0.7/hook"}`, "private"},
+		"loopback":        {`{"enabled":true,"url":"https://127.0.0.1:8443/hook"}`, "private"},
+		"metadata":        {`{"enabled":true,"url":"https://169.254.169.254/latest"}`, "private"},
+		"localhost":       {`{"enabled":true,"url":"https://localhost/hook"}`, "localhost"},
+		"credentials":     {`{"enabled":true,"url":"https://u:p@hooks.example.com/x"}`, "credentials"},
+		"enabled, no url": {`{"enabled":true}`, "notify.url"},
+		"flagged":         {`{"flagged":"show"}`, "notify.flagged"},
+		"half quiet":      {`{"quiet_start":"22:00"}`, "together"},
+		"bad clock":       {`{"quiet_start":"25:00","quiet_end":"07:00"}`, "24-hour"},
+		"cap":             {`{"max_notifications_per_window":0}`, "max_notifications_per_window"},
+		"cap too high":    {`{"max_notifications_per_window":100000}`, "max_notifications_per_window"},
+	} {
+		code, body := f.do("POST", base, f.opKey, `{"agent":"ada","name":"x","spend_cap_cents":1,"notify":`+c.notify+`}`, nil)
+		require.Equal(t, 400, code, "%s: %s", name, body)
+		require.Contains(t, body, c.says, name)
+		if name == "enabled, no url" {
+			continue // the responsibility being patched has its URL
+		}
+		code, body = f.do("PATCH", one, f.opKey, `{"notify":`+c.notify+`}`, nil)
+		require.Equal(t, 400, code, "patch %s: %s", name, body)
+		require.Contains(t, body, c.says, name)
+	}
+
+	var notices api.NoticeList
+	code, body = f.do("GET", one+"/notices", f.readKey, "", &notices)
+	require.Equal(t, 200, code, body)
+	require.Empty(t, notices.Notices)
 }
