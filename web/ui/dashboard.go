@@ -16,6 +16,7 @@ import (
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
+	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/web/api"
 )
@@ -59,6 +60,10 @@ type Deps struct {
 	// OAuth deletes clients and revokes consents.
 	Clients credentials.Store
 	OAuth   OAuthAdmin
+	// Duties is the responsibilities service: responsibilities, their
+	// runs and skips, and the questions their runs ask operators. Nil
+	// leaves those pages out.
+	Duties *responsibilities.Service
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -106,6 +111,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.liveRoutes(g)
 	d.settingsRoutes(g)
 	d.clientRoutes(g)
+	d.dutyRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

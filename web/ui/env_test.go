@@ -19,10 +19,12 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	provider "github.com/visorhq/visor/auth/oauth"
+	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
@@ -49,6 +51,8 @@ type env struct {
 
 	grants  *grants.Service
 	streams *streamList
+	db      *postgres.DB
+	duties  *responsibilities.Service
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -87,6 +91,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	t.Helper()
 	e := &env{t: t, members: map[identity.Role]identity.Member{}, audit: &audit.Memory{}}
 	db := pgtest.New(t)
+	e.db = db
 	e.store = postgres.NewIdentityStore(db)
 	log := slog.New(slog.DiscardHandler)
 	e.ids = identity.NewService(e.store, e, log)
@@ -107,6 +112,9 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 
 	e.grants = grants.NewService(postgres.NewGrantStore(db), e.store, e, tools.Match, log)
 	e.streams = &streamList{}
+	duties := postgres.NewResponsibilityStore(db)
+	e.duties = responsibilities.NewService(duties, agents.NewDelegation(e.store))
+	e.duties.SetQuestions(duties)
 
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
@@ -125,7 +133,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		as.Register(ec, resolver.LoadTenant())
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
 			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
-			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider()}
+			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties}
 		for _, f := range tweak {
 			f(&deps)
 		}

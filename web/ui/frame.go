@@ -88,21 +88,29 @@ func NewFrame(cfg FrameConfig) (*Frame, error) {
 // Catalog returns the message catalog.
 func (f *Frame) Catalog() *Catalog { return f.cat }
 
-// parsePages parses each page template (every file but layout.html) with
-// the layout: page "x" is templates/x.html, which defines "content" (and
-// may define "title-extra").
+// parsePages parses each page template (every file but layout.html and
+// the partials) with the layout and the partials: page "x" is
+// templates/x.html, which defines "content" (and may define
+// "title-extra"); a partial, templates/_y.html, defines blocks several
+// pages share.
 func parsePages() (map[string]*template.Template, error) {
 	names, err := fs.Glob(templateFiles, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
+	shared := []string{"templates/layout.html"}
+	for _, n := range names {
+		if strings.HasPrefix(path.Base(n), "_") {
+			shared = append(shared, n)
+		}
+	}
 	out := map[string]*template.Template{}
 	for _, n := range names {
 		base := strings.TrimSuffix(path.Base(n), ".html")
-		if base == "layout" {
+		if base == "layout" || strings.HasPrefix(base, "_") {
 			continue
 		}
-		t, err := template.New(base).ParseFS(templateFiles, "templates/layout.html", n)
+		t, err := template.New(base).ParseFS(templateFiles, append(shared, n)...)
 		if err != nil {
 			return nil, fmt.Errorf("ui: parse page %s: %w", base, err)
 		}

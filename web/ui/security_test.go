@@ -31,6 +31,8 @@ func postRoutes(e *env, agentID string) []string {
 		p = strings.ReplaceAll(p, ":key", "00000000-0000-0000-0000-000000000000")
 		p = strings.ReplaceAll(p, ":request", "00000000-0000-0000-0000-000000000000")
 		p = strings.ReplaceAll(p, ":grant", "00000000-0000-0000-0000-000000000000")
+		p = strings.ReplaceAll(p, ":responsibility", "00000000-0000-0000-0000-000000000000")
+		p = strings.ReplaceAll(p, ":question", "00000000-0000-0000-0000-000000000000")
 		require.NotContains(e.t, p, ":", "fill in the parameter of %s", r.Path)
 		out = append(out, p)
 	}

@@ -122,6 +122,8 @@ func menu() []MenuItem {
 		{"nav.overview", "overview", identity.ReadTenant},
 		{"nav.agents", "agents", identity.ReadTenant},
 		{"nav.requests", "requests", identity.ReadTenant},
+		{"nav.duties", "responsibilities", identity.ReadTenant},
+		{"nav.questions", "questions", identity.ReadTenant},
 		{"nav.keys", "keys", identity.ReadTenant},
 		{"nav.members", "members", identity.ReadTenant},
 		{"nav.live", "live", identity.ReadTenant},
