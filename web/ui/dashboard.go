@@ -12,6 +12,7 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
@@ -64,6 +65,8 @@ type Deps struct {
 	// runs and skips, and the questions their runs ask operators. Nil
 	// leaves those pages out.
 	Duties *responsibilities.Service
+	// Board is the task board service. Nil leaves its pages out.
+	Board *board.Service
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -112,6 +115,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.settingsRoutes(g)
 	d.clientRoutes(g)
 	d.dutyRoutes(g)
+	d.boardRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

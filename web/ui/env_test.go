@@ -21,6 +21,7 @@ import (
 	provider "github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
@@ -53,6 +54,7 @@ type env struct {
 	streams *streamList
 	db      *postgres.DB
 	duties  *responsibilities.Service
+	board   *board.Service
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -115,6 +117,8 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	duties := postgres.NewResponsibilityStore(db)
 	e.duties = responsibilities.NewService(duties, agents.NewDelegation(e.store))
 	e.duties.SetQuestions(duties)
+	e.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(e.store),
+		Directory: e.store, Staff: e.ids, Grants: e.grants, Logger: log})
 
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
@@ -133,7 +137,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		as.Register(ec, resolver.LoadTenant())
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
 			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
-			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties}
+			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties, Board: e.board}
 		for _, f := range tweak {
 			f(&deps)
 		}

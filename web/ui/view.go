@@ -122,6 +122,7 @@ func menu() []MenuItem {
 		{"nav.overview", "overview", identity.ReadTenant},
 		{"nav.agents", "agents", identity.ReadTenant},
 		{"nav.requests", "requests", identity.ReadTenant},
+		{"nav.board", "board", identity.ReadTenant},
 		{"nav.duties", "responsibilities", identity.ReadTenant},
 		{"nav.questions", "questions", identity.ReadTenant},
 		{"nav.keys", "keys", identity.ReadTenant},
