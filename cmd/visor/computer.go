@@ -6,24 +6,35 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
+	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/computer/browser"
+	"github.com/visorhq/visor/storage/redisx"
 )
 
 // ComputerConfig is computer use's part of Config.
 type ComputerConfig struct {
-	Image     string                // VISOR_COMPUTER_IMAGE: the browser image; empty: no sessions here
+	Worker      bool                // VISOR_COMPUTER_WORKER: this worker runs browser sessions
+	Image       string              // VISOR_COMPUTER_IMAGE: the browser image
+	MaxSessions int                 // VISOR_COMPUTER_MAX_SESSIONS
 	DevHosts  map[string]netip.Addr // VISOR_COMPUTER_DEV_HOSTS: host=address pins used instead of DNS
 	TrustSPKI []string              // VISOR_COMPUTER_DEV_TRUST_SPKI: certificate keys Chromium accepts unverified
 }
 
 func loadComputerConfig(get func(string) string, bad func(name, format string, args ...any)) ComputerConfig {
 	c := ComputerConfig{Image: get("VISOR_COMPUTER_IMAGE")}
+	var err error
+	if c.Worker, err = strconv.ParseBool(get("VISOR_COMPUTER_WORKER")); err != nil {
+		bad("VISOR_COMPUTER_WORKER", "%q must be true or false", get("VISOR_COMPUTER_WORKER"))
+	}
+	if c.Worker && c.Image == "" {
+		bad("VISOR_COMPUTER_IMAGE", "a computer worker (VISOR_COMPUTER_WORKER=true) needs the browser image's tag")
+	}
+	if c.MaxSessions, err = strconv.Atoi(get("VISOR_COMPUTER_MAX_SESSIONS")); err != nil || c.MaxSessions < 1 || c.MaxSessions > 1000 {
+		bad("VISOR_COMPUTER_MAX_SESSIONS", "%q must be a number 1-1000", get("VISOR_COMPUTER_MAX_SESSIONS"))
+	}
 	for _, pair := range strings.Split(get("VISOR_COMPUTER_DEV_HOSTS"), ",") {
 		if pair = strings.TrimSpace(pair); pair == "" {
 			continue
@@ -63,37 +74,65 @@ func (r devResolver) LookupNetIP(ctx context.Context, network, host string) ([]n
 	return net.DefaultResolver.LookupNetIP(ctx, network, host)
 }
 
-// newComputer builds computer use on Postgres, with no browser driver:
-// sessions answer that no worker runs them; workspaces work.
+// newComputer builds computer use on Postgres. Sessions run on computer
+// workers, reached over the worker plane; without Redis (commands that do
+// not open it) they are refused as unavailable, and workspaces still work.
 func (a *app) newComputer() *computer.Service {
 	store := a.stores.computer
-	return computer.NewService(store, store, nil, nil, a.log.With("area", "computer"))
+	var driver computer.Driver
+	if a.rdb != nil {
+		driver = computer.PlaneDriver{Plane: redisx.NewPlane(a.rdb, "", a.log.With("area", "plane"))}
+	}
+	return computer.NewService(store, store, driver, nil, a.log.With("area", "computer"))
 }
 
-// startBrowsers lets this process run browser sessions itself when
-// VISOR_COMPUTER_IMAGE names the browser image: it starts the janitor of
-// its sessions and gives computer use a driver. Call it before edges.
-func (a *app) startBrowsers(ctx context.Context) error {
+// computerWorkerID is the computer worker's name on the plane: the worker
+// id with a suffix, so a process that is also a sandbox worker has one
+// queue for each.
+func (a *app) computerWorkerID() string { return a.cfg.Sandbox.WorkerID + "-browser" }
+
+// startComputerWorker makes this worker a computer worker when configured:
+// the session manager on the Docker Engine, its janitor (which first
+// removes what this worker id's previous life left, then reaps idle
+// sessions and those of workers that stopped answering, reporting their
+// sessions lost), and the plane worker that takes session calls.
+func (a *app) startComputerWorker(ctx context.Context) error {
 	c := a.cfg.Computer
-	if c.Image == "" {
+	if !c.Worker {
 		return nil
 	}
-	host, _ := os.Hostname()
-	cfg := browser.Config{Image: c.Image, WorkerID: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])}
+	log := a.log.With("area", "browser")
+	cfg := browser.Config{Image: c.Image, WorkerID: a.computerWorkerID(), MaxSessions: c.MaxSessions}
 	if len(c.DevHosts) > 0 {
 		cfg.Resolver = devResolver(c.DevHosts)
 	}
 	if len(c.TrustSPKI) > 0 {
 		cfg.ExtraFlags = []string{"--ignore-certificate-errors-spki-list=" + strings.Join(c.TrustSPKI, ",")}
 	}
-	m, err := browser.New(cfg, a.log.With("area", "browser"))
+	m, err := browser.New(cfg, log)
 	if err != nil {
-		return err
-	}
-	if err := a.start(ctx, &browser.Janitor{M: m}); err != nil {
-		return err
+		return fmt.Errorf("computer worker: %w", err)
 	}
 	store := a.stores.computer
-	a.computer = computer.NewService(store, store, m, nil, a.log.With("area", "computer"))
-	return nil
+	p := redisx.NewPlane(a.rdb, "", a.log.With("area", "plane"))
+	j := &browser.Janitor{M: m, Alive: p.WorkerAlive, Dead: func(ctx context.Context, worker string) {
+		sessions, err := store.OpenSessionsOn(ctx, worker)
+		if err != nil {
+			log.Warn("find a dead worker's sessions", "worker", worker, "err", err)
+			return
+		}
+		for _, s := range sessions {
+			if _, err := store.EndSession(ctx, s.TenantID, s.ID, computer.SessionLost, "the worker holding it stopped answering"); err != nil {
+				log.Warn("report a session lost", "session", s.ID, "err", err)
+			}
+		}
+	}}
+	if err := a.start(ctx, j); err != nil {
+		return err
+	}
+	w := redisx.NewPlaneWorker(a.rdb, redisx.PlaneWorkerOptions{ID: cfg.WorkerID, Pools: []string{computer.Pool}, Capacity: 2 * c.MaxSessions}, log)
+	for kind, h := range computer.Handlers(m, store) {
+		w.Handle(kind, h)
+	}
+	return a.start(ctx, w)
 }

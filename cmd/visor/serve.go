@@ -63,9 +63,6 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 	}
 	defer s.Close()
 	base := cfg.baseURL(s.Addr())
-	if err := a.startBrowsers(ctx); err != nil {
-		return err
-	}
 	if err := a.edges(ctx, s, base); err != nil {
 		return err
 	}

@@ -93,5 +93,8 @@ func (a *app) startRunner(ctx context.Context) error {
 	if err := a.startSandboxWorker(ctx); err != nil {
 		return err
 	}
+	if err := a.startComputerWorker(ctx); err != nil {
+		return err
+	}
 	return a.startDispatcher(ctx)
 }

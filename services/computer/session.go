@@ -57,6 +57,12 @@ type SessionStore interface {
 	// reason and releases its workspace lease in the same transaction. It
 	// reports whether the session was open.
 	EndSession(ctx context.Context, tenantID, id uuid.UUID, state, reason string) (bool, error)
+	// SaveScreenshot replaces an open session's latest screenshot.
+	SaveScreenshot(ctx context.Context, tenantID, id uuid.UUID, shot Screenshot) error
+	// LatestScreenshot returns an open session's latest screenshot,
+	// fault.NotFound when it has none or is not open. Ending a session
+	// deletes its screenshot.
+	LatestScreenshot(ctx context.Context, tenantID, id uuid.UUID) (Screenshot, error)
 }
 
 // ErrLost is wrapped by a Driver's error when the worker holding a session,
@@ -69,8 +75,11 @@ type Spec struct {
 	Width, Height          int
 	// Allowed is the normalized allowlist; empty means no network at all.
 	Allowed []string
+	// Workspace is the attached workspace, nil when none is.
+	Workspace *uuid.UUID
 	// Files is the attached workspace's content, mounted read-only at
-	// MountPath for root only; nil when none is attached.
+	// MountPath for root only; nil when none is attached. The worker that
+	// starts the session loads it.
 	Files []File
 }
 
@@ -128,10 +137,29 @@ const (
 )
 
 // Driver runs sessions on workers. Start returns the worker that holds the
-// new session; Do and Stop reach that worker. An error wrapping ErrLost
-// means the session is gone for good.
+// new session; Do, Stop and Put reach that worker. An error wrapping
+// ErrLost means the session is gone for good.
 type Driver interface {
 	Start(ctx context.Context, s Spec) (worker string, err error)
 	Do(ctx context.Context, r Ref, a Action) (Outcome, error)
 	Stop(ctx context.Context, r Ref) error
+	// Put copies a file just written to the session's workspace into the
+	// session's mounted copy.
+	Put(ctx context.Context, r Ref, f File) error
+}
+
+// MaxStoredScreenshot is the largest screenshot kept as a session's latest
+// (bytes of PNG); a larger one is answered but not kept.
+const MaxStoredScreenshot = 2 << 20
+
+// Screenshot is the latest masked screenshot of a live session, kept for
+// the dashboard. Only masked pictures ever reach it: masking happens on the
+// worker before a picture leaves it.
+type Screenshot struct {
+	PNG         []byte
+	Width       int
+	Height      int
+	Masked      int
+	FullyMasked string
+	TakenAt     time.Time
 }

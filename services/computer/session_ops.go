@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/tools"
 )
 
 // StartRequest is computer_session_start's arguments.
@@ -79,14 +80,7 @@ func (s *Service) startOn(ctx context.Context, c caller, sess *Session, which st
 		if err != nil {
 			return Started{}, err
 		}
-		files, err := s.ws.AllFiles(ctx, c.tenant, c.agent, w.ID)
-		if err != nil {
-			return Started{}, err
-		}
-		spec.Files = files
-		if spec.Files == nil {
-			spec.Files = []File{}
-		}
+		spec.Workspace = &w.ID
 		sess.WorkspaceID = &w.ID
 		out.WorkspaceID, out.MountPath, out.Workspace = FormatWorkspaceID(w.ID), MountPath, &w
 	}
@@ -159,11 +153,13 @@ func (s *Service) Act(ctx context.Context, c caller, a Action) (ActResult, error
 	}
 	o, err := s.driver.Do(ctx, Ref{Tenant: c.tenant, Session: sess.ID, Worker: sess.Worker}, a)
 	if wrapLost(err) {
-		s.logEnd(context.WithoutCancel(ctx), sess, SessionLost, "the worker holding it is gone")
-		return ActResult{}, fault.New(fault.Unavailable, "your session %s was lost (its worker or container is gone); start a new one", sess.ID)
+		return ActResult{}, s.lost(ctx, sess, err)
 	}
 	if err != nil {
 		return ActResult{}, err
+	}
+	if a.Kind == ActScreenshot && len(o.PNG) > 0 {
+		s.keepScreenshot(ctx, sess, o)
 	}
 	left := max(0, sess.StartedAt.Add(SessionLifetime).Sub(s.now()))
 	return ActResult{Outcome: o, ActionsUsed: sess.ActionsUsed, MaxActions: sess.MaxActions, TimeLeft: left}, nil
@@ -212,4 +208,39 @@ func (s *Service) StopSession(ctx context.Context, c caller, id string) (string,
 	}
 	s.logEnd(context.WithoutCancel(ctx), sess, SessionStopped, "stopped by its employee")
 	return sess.ID.String(), nil
+}
+
+// EventLost is the audit event of a call that found its session lost.
+const EventLost = "computer_session_lost"
+
+// lost ends a session whose worker or container is gone (which releases
+// its workspace lease) and tells the caller what to do next.
+func (s *Service) lost(ctx context.Context, sess Session, cause error) error {
+	s.log.WarnContext(ctx, "computer-use session lost", "tenant", sess.TenantID, "session", sess.ID, "worker", sess.Worker, "err", cause)
+	s.logEnd(context.WithoutCancel(ctx), sess, SessionLost, "the worker holding it, or its container, is gone")
+	return &tools.EventError{Event: EventLost, Err: fault.New(fault.Unavailable,
+		"your session %s was lost: the worker holding it, or its browser, is gone. Its workspace is released; call computer_session_start to start a new session", sess.ID)}
+}
+
+// keepScreenshot keeps a masked screenshot as the session's latest, for
+// the dashboard; a failure only costs the dashboard its picture.
+func (s *Service) keepScreenshot(ctx context.Context, sess Session, o Outcome) {
+	if len(o.PNG) > MaxStoredScreenshot {
+		return
+	}
+	shot := Screenshot{PNG: o.PNG, Width: sess.Width, Height: sess.Height, Masked: o.Masked, FullyMasked: o.FullyMasked, TakenAt: s.now()}
+	if err := s.sessions.SaveScreenshot(ctx, sess.TenantID, sess.ID, shot); err != nil {
+		s.log.WarnContext(ctx, "keep a session's latest screenshot", "session", sess.ID, "err", err)
+	}
+}
+
+// LatestScreenshot returns the latest masked screenshot of a tenant's open
+// session, for the dashboard; fault.NotFound when the session is not open
+// (or not the tenant's) or has taken none.
+func (s *Service) LatestScreenshot(ctx context.Context, tenantID, sessionID uuid.UUID) (Screenshot, error) {
+	shot, err := s.sessions.LatestScreenshot(ctx, tenantID, sessionID)
+	if fault.Is(err, fault.NotFound) {
+		return Screenshot{}, fault.New(fault.NotFound, "no screenshot of a live session %s", sessionID)
+	}
+	return shot, err
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/tools"
 )
 
 // Listing is one workspace in computer_workspace_list.
@@ -123,8 +124,23 @@ func (s *Service) WriteFile(ctx context.Context, c caller, wsID, path, content s
 		return Workspace{}, fault.New(fault.Conflict, "workspace %s is not the one your live session attached", wsID)
 	}
 	b := []byte(content)
-	return s.ws.PutFile(ctx, Write{TenantID: c.tenant, AgentID: c.agent, WorkspaceID: id, SessionID: sess.ID,
+	w, err := s.ws.PutFile(ctx, Write{TenantID: c.tenant, AgentID: c.agent, WorkspaceID: id, SessionID: sess.ID,
 		Path: path, Content: b, SHA256: Digest(b), ExpectedRevision: expected})
+	if err != nil || s.driver == nil {
+		return w, err
+	}
+	// The file is saved; the worker holding the session updates its
+	// mounted copy. A session whose worker is gone is lost, and the caller
+	// hears so, with the file kept.
+	f := File{FileInfo: FileInfo{Path: path, Size: int64(len(b)), SHA256: Digest(b)}, Content: b}
+	if err := s.driver.Put(ctx, Ref{Tenant: c.tenant, Session: sess.ID, Worker: sess.Worker}, f); wrapLost(err) {
+		lost := s.lost(ctx, sess, err)
+		return Workspace{}, &tools.EventError{Event: EventLost, Err: fault.New(fault.Unavailable,
+			"the file was saved (data_revision %d), but %s", w.DataRevision, fault.Message(lost))}
+	} else if err != nil {
+		s.log.WarnContext(ctx, "update a session's workspace copy", "session", sess.ID, "err", err)
+	}
+	return w, nil
 }
 
 // attach creates ("new") or leases a workspace for a starting session.

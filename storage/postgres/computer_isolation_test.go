@@ -56,6 +56,10 @@ func TestComputerStoreTenantIsolation(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ended)
 	require.Error(t, f.store.MarkLive(ctx, b, sessID, "w"))
+	require.NoError(t, f.store.SaveScreenshot(ctx, f.a.ID, sessID, computer.Screenshot{PNG: []byte("mine"), Width: 800, Height: 600}))
+	require.NoError(t, f.store.SaveScreenshot(ctx, b, sessID, computer.Screenshot{PNG: []byte("theirs"), Width: 800, Height: 600}))
+	_, err = f.store.LatestScreenshot(ctx, b, sessID)
+	notFound(err, "LatestScreenshot")
 
 	// Tenant A's rows are as they were.
 	sess, err := f.store.OpenSession(ctx, f.a.ID, f.agentA.ID)
@@ -68,4 +72,7 @@ func TestComputerStoreTenantIsolation(t *testing.T) {
 	file, err := f.store.File(ctx, f.a.ID, f.agentA.ID, wsID, "a.txt")
 	require.NoError(t, err)
 	require.Equal(t, "mine", string(file.Content))
+	shot, err := f.store.LatestScreenshot(ctx, f.a.ID, sessID)
+	require.NoError(t, err)
+	require.Equal(t, "mine", string(shot.PNG))
 }

@@ -82,6 +82,9 @@ func (s *ComputerStore) EndSession(ctx context.Context, tenantID, id uuid.UUID, 
 			return err
 		}
 		ended = tag.RowsAffected() > 0
+		if _, err := tx.Exec(ctx, `DELETE FROM computer_session_screenshots WHERE tenant_id = $1 AND session_id = $2`, tenantID, id); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE computer_workspaces SET lease_session = NULL WHERE tenant_id = $1 AND lease_session = $2`, tenantID, id)
 		return err
 	})
@@ -97,4 +100,29 @@ func (s *ComputerStore) OpenSessionsOn(ctx context.Context, worker string) ([]co
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (computer.Session, error) { return scanSession(r) })
+}
+
+// SaveScreenshot replaces an open session's latest screenshot; a session
+// that is not open (or not the tenant's) keeps none.
+func (s *ComputerStore) SaveScreenshot(ctx context.Context, tenantID, id uuid.UUID, shot computer.Screenshot) error {
+	if len(shot.PNG) == 0 || len(shot.PNG) > computer.MaxStoredScreenshot {
+		return fault.New(fault.Invalid, "a kept screenshot is 1-%d bytes", computer.MaxStoredScreenshot)
+	}
+	_, err := s.db.Pool.Exec(ctx, `INSERT INTO computer_session_screenshots (tenant_id, session_id, png, width, height, masked, fully_masked, taken_at)
+		SELECT tenant_id, id, $3, $4, $5, $6, $7, $8 FROM computer_sessions
+		WHERE tenant_id = $1 AND id = $2 AND state IN ('starting', 'live', 'paused')
+		ON CONFLICT (tenant_id, session_id) DO UPDATE SET png = EXCLUDED.png, width = EXCLUDED.width, height = EXCLUDED.height,
+			masked = EXCLUDED.masked, fully_masked = EXCLUDED.fully_masked, taken_at = EXCLUDED.taken_at`,
+		tenantID, id, shot.PNG, shot.Width, shot.Height, shot.Masked, shot.FullyMasked, shot.TakenAt)
+	return err
+}
+
+// LatestScreenshot returns an open session's latest screenshot.
+func (s *ComputerStore) LatestScreenshot(ctx context.Context, tenantID, id uuid.UUID) (computer.Screenshot, error) {
+	var shot computer.Screenshot
+	err := s.db.Pool.QueryRow(ctx, `SELECT p.png, p.width, p.height, p.masked, p.fully_masked, p.taken_at
+		FROM computer_session_screenshots p JOIN computer_sessions s ON s.tenant_id = p.tenant_id AND s.id = p.session_id
+		WHERE p.tenant_id = $1 AND p.session_id = $2 AND s.state IN ('starting', 'live', 'paused')`, tenantID, id).
+		Scan(&shot.PNG, &shot.Width, &shot.Height, &shot.Masked, &shot.FullyMasked, &shot.TakenAt)
+	return shot, mapErr(err, "screenshot")
 }

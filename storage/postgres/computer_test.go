@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -14,6 +15,7 @@ import (
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/plane"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
 )
@@ -25,6 +27,8 @@ type fakeDriver struct {
 	started []computer.Spec
 	actions []computer.Action
 	stopped []uuid.UUID
+	put     []string
+	png     []byte
 	lost    bool
 }
 
@@ -42,7 +46,11 @@ func (d *fakeDriver) Do(_ context.Context, _ computer.Ref, a computer.Action) (c
 		return computer.Outcome{}, fmt.Errorf("worker-1 is gone: %w", computer.ErrLost)
 	}
 	d.actions = append(d.actions, a)
-	return computer.Outcome{PNG: []byte("\x89PNG"), Masked: 1}, nil
+	png := d.png
+	if png == nil {
+		png = []byte("\x89PNG")
+	}
+	return computer.Outcome{PNG: png, Masked: 1}, nil
 }
 
 func (d *fakeDriver) Stop(_ context.Context, r computer.Ref) error {
@@ -52,18 +60,52 @@ func (d *fakeDriver) Stop(_ context.Context, r computer.Ref) error {
 	return nil
 }
 
+func (d *fakeDriver) Put(_ context.Context, _ computer.Ref, f computer.File) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lost {
+		return fmt.Errorf("worker-1 is gone: %w", computer.ErrLost)
+	}
+	d.put = append(d.put, f.Path)
+	return nil
+}
+
 type computerFixture struct {
 	twoTenants
 	store  *postgres.ComputerStore
 	driver *fakeDriver
 	reg    *tools.Registry
+	cu     *computer.Service
+	plane  *loopPlane
+}
+
+// loopPlane is the worker plane in one process: each call runs the
+// handler of one worker at once, with its errors reduced to a code and a
+// message as on the wire.
+type loopPlane struct {
+	worker   string
+	handlers map[string]plane.Handler
+	down     atomic.Bool // the worker has no heartbeat
+}
+
+func (p *loopPlane) Call(ctx context.Context, r plane.Request, _ func(plane.Progress)) (json.RawMessage, error) {
+	if p.down.Load() || (r.Worker != "" && r.Worker != p.worker) {
+		return nil, plane.ErrNoWorker
+	}
+	out, err := p.handlers[r.Kind](ctx, plane.Job{ID: uuid.New(), Kind: r.Kind, Tenant: r.Tenant, Payload: r.Payload, Worker: p.worker})
+	if err != nil {
+		return nil, &fault.Error{Code: fault.CodeOf(err), Msg: fault.Message(err)}
+	}
+	return out, nil
 }
 
 func computerSetup(t *testing.T) computerFixture {
 	t.Helper()
 	f := computerFixture{twoTenants: setup(t), driver: &fakeDriver{}}
 	f.store = postgres.NewComputerStore(f.db)
-	svc := computer.NewService(f.store, f.store, f.driver, nil, discardLogger())
+	f.plane = &loopPlane{worker: "worker-1", handlers: computer.Handlers(f.driver, f.store)}
+	f.cu = computer.NewService(f.store, f.store, computer.PlaneDriver{Plane: f.plane}, nil, discardLogger())
+	svc := f.cu
 	f.reg = tools.NewRegistry()
 	svc.Register(f.reg)
 	return f
@@ -110,7 +152,7 @@ func TestWorkspaceWriteReadListThroughALiveSession(t *testing.T) {
 	st := start.Structured.(computer.Started)
 	require.Contains(t, start.Text, "mounted read-only at /workspace/files")
 	require.Contains(t, start.Text, "computer_navigate can open: shop.test")
-	require.Equal(t, []computer.File{}, f.driver.started[0].Files)
+	require.Equal(t, []computer.File{}, f.driver.started[0].Files, "the worker loads the new workspace: empty")
 	ws := st.WorkspaceID
 
 	w := f.must(t, ada, "computer_workspace_write", map[string]any{"workspace_id": ws, "path": "notes/報告 (1).md", "content": "hello"})
@@ -240,4 +282,82 @@ func TestALostWorkerReportsTheSessionLostAndFreesTheWorkspace(t *testing.T) {
 	require.False(t, l[0].Leased, "the lost session's lease is released")
 	f.driver.lost = false
 	f.must(t, ada, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": st.WorkspaceID})
+}
+
+// TestAWorkerWithNoHeartbeatLosesItsSession: calls for a session go to the
+// worker holding it; when that worker has no heartbeat the next call
+// reports the session lost with the next step, the lease is released, the
+// refusal carries its audit event, and a write is kept but reports the loss.
+func TestAWorkerWithNoHeartbeatLosesItsSession(t *testing.T) {
+	t.Parallel()
+	f := computerSetup(t)
+	ada := f.as(f.a, f.agentA, true)
+	st := f.must(t, ada, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": "new"}).Structured.(computer.Started)
+	f.must(t, ada, "computer_workspace_write", map[string]any{"workspace_id": st.WorkspaceID, "path": "a.txt", "content": "one"})
+	require.Equal(t, []string{"a.txt"}, f.driver.put, "the holding worker's copy follows the write")
+
+	f.plane.down.Store(true)
+	_, err := f.call(t, ada, "computer_workspace_write", map[string]any{"workspace_id": st.WorkspaceID, "path": "b.txt", "content": "two"})
+	require.True(t, fault.Is(err, fault.Unavailable), "%v", err)
+	require.Contains(t, fault.Message(err), "the file was saved (data_revision 2)")
+	require.Contains(t, fault.Message(err), "was lost")
+	require.Contains(t, fault.Message(err), "call computer_session_start")
+	var ev *tools.EventError
+	require.ErrorAs(t, err, &ev)
+	require.Equal(t, computer.EventLost, ev.Event)
+	_, err = f.store.OpenSession(context.Background(), f.a.ID, f.agentA.ID)
+	require.True(t, fault.Is(err, fault.NotFound), "the session is no longer open")
+	l := f.must(t, ada, "computer_workspace_list", nil).Structured.(map[string]any)["workspaces"].([]computer.Listing)
+	require.False(t, l[0].Leased)
+	require.Equal(t, 2, l[0].FilesUsed)
+
+	f.plane.down.Store(false)
+	f.must(t, ada, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": st.WorkspaceID})
+	f.plane.down.Store(true)
+	_, err = f.call(t, ada, "computer_click", map[string]any{"x": 1, "y": 1})
+	require.True(t, fault.Is(err, fault.Unavailable))
+	require.ErrorAs(t, err, &ev)
+	require.Equal(t, computer.EventLost, ev.Event)
+	_, err = f.call(t, ada, "computer_screenshot", nil)
+	require.True(t, fault.Is(err, fault.NotFound), "after the loss there is no session: %v", err)
+	require.Contains(t, fault.Message(err), "computer_session_start")
+}
+
+func TestLatestScreenshotIsTheLastMaskedPictureOfALiveSession(t *testing.T) {
+	t.Parallel()
+	f := computerSetup(t)
+	ctx := context.Background()
+	ada := f.as(f.a, f.agentA, true)
+	st := f.must(t, ada, "computer_session_start", map[string]any{"width": 800, "height": 600}).Structured.(computer.Started)
+	id := uuid.MustParse(st.SessionID)
+	_, err := f.cu.LatestScreenshot(ctx, f.a.ID, id)
+	require.True(t, fault.Is(err, fault.NotFound), "none taken yet")
+
+	f.must(t, ada, "computer_screenshot", nil)
+	shot, err := f.cu.LatestScreenshot(ctx, f.a.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, []byte("\x89PNG"), shot.PNG)
+	require.Equal(t, 1, shot.Masked)
+	require.Equal(t, 800, shot.Width)
+	first := shot.TakenAt
+
+	f.driver.mu.Lock()
+	f.driver.png = []byte("\x89PNG second")
+	f.driver.mu.Unlock()
+	f.must(t, ada, "computer_screenshot", nil)
+	shot, err = f.cu.LatestScreenshot(ctx, f.a.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, "\x89PNG second", string(shot.PNG), "overwritten")
+	require.False(t, shot.TakenAt.Before(first))
+	var rows int
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM computer_session_screenshots WHERE session_id = $1`, id).Scan(&rows))
+	require.Equal(t, 1, rows)
+
+	_, err = f.cu.LatestScreenshot(ctx, f.b.ID, id)
+	require.True(t, fault.Is(err, fault.NotFound), "another tenant sees nothing")
+	f.must(t, ada, "computer_session_stop", nil)
+	_, err = f.cu.LatestScreenshot(ctx, f.a.ID, id)
+	require.True(t, fault.Is(err, fault.NotFound), "an ended session keeps no picture")
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM computer_session_screenshots WHERE session_id = $1`, id).Scan(&rows))
+	require.Zero(t, rows)
 }

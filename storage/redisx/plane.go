@@ -190,6 +190,12 @@ func (p *Plane) anyAlive(ctx context.Context, r plane.Request) (bool, error) {
 	return n > 0, nil
 }
 
+// WorkerAlive reports whether the worker with this id keeps its heartbeat
+// (a janitor uses it to tell a dead worker's leftovers from a live one's).
+func (p *Plane) WorkerAlive(ctx context.Context, id string) (bool, error) {
+	return p.anyAlive(ctx, plane.Request{Worker: id})
+}
+
 // queue adds the job to its queue and wakes the workers that could take it.
 func (p *Plane) queue(ctx context.Context, r plane.Request, tenant uuid.UUID, raw []byte) error {
 	if r.Worker != "" {

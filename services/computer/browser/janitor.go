@@ -2,6 +2,8 @@ package browser
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -19,12 +21,17 @@ import (
 )
 
 // Sweep removes session containers and networks (by label) created more
-// than olderThan ago, and workspace copies in TempDir untouched for more
-// than computer.SessionLifetime. worker, when not empty, limits it to one
-// worker's. No session outlives computer.SessionLifetime, so a sweep of
-// every worker with that age removes only what a dead worker left; a worker
-// starting under its own id sweeps its own with olderThan 0.
+// than olderThan ago, and workspace copies untouched for as long. worker,
+// when not empty, limits it to one worker's. No session outlives
+// computer.SessionLifetime, so a sweep of every worker with that age
+// removes only what a dead worker left; a worker starting under its own id
+// sweeps its own with olderThan 0.
 func (m *Manager) Sweep(ctx context.Context, worker string, olderThan time.Duration) (removed int, err error) {
+	removed, err = m.sweepDocker(ctx, worker, olderThan)
+	return removed, errors.Join(err, m.sweepDirs(worker, time.Now().Add(-olderThan)))
+}
+
+func (m *Manager) sweepDocker(ctx context.Context, worker string, olderThan time.Duration) (removed int, err error) {
 	args := filters.NewArgs(filters.Arg("label", LabelOwner+"=1"))
 	if worker != "" {
 		args.Add("label", LabelWorker+"="+worker)
@@ -57,8 +64,17 @@ func (m *Manager) Sweep(ctx context.Context, worker string, olderThan time.Durat
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, m.sweepDirs(time.Now().Add(-olderThan)))
 	return removed, errors.Join(errs...)
+}
+
+// dirPrefix names the workspace copies of one worker's sessions; "" is
+// every worker's.
+func (m *Manager) dirPrefix(worker string) string {
+	if worker == "" {
+		return "visor-computer-"
+	}
+	sum := sha256.Sum256([]byte(worker))
+	return "visor-computer-" + hex.EncodeToString(sum[:6]) + "-"
 }
 
 func (m *Manager) holds(session string) bool {
@@ -72,14 +88,20 @@ func (m *Manager) holds(session string) bool {
 	return false
 }
 
-func (m *Manager) sweepDirs(cutoff time.Time) error {
+func (m *Manager) sweepDirs(worker string, cutoff time.Time) error {
 	entries, err := os.ReadDir(m.cfg.TempDir)
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	held := map[string]bool{}
+	for _, s := range m.sessions {
+		held[filepath.Base(s.dir)] = true
+	}
+	m.mu.Unlock()
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "visor-computer-") {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), m.dirPrefix(worker)) || held[e.Name()] {
 			continue
 		}
 		if info, err := e.Info(); err != nil || info.ModTime().After(cutoff) {
@@ -121,10 +143,22 @@ func (m *Manager) ReapIdle(ctx context.Context) int {
 
 // Janitor is the worker's housekeeping as a background service: at Start
 // its own leftovers from an earlier life, then every Period idle sessions,
-// and the leftovers of dead workers (older than the session lifetime).
+// the sessions of workers that stopped answering (when Alive is set), and
+// the leftovers of dead workers (older than the session lifetime).
 type Janitor struct {
 	M      *Manager
 	Period time.Duration
+	// Alive reports whether a worker still answers on the worker plane
+	// (its heartbeat). When set, a sweep that finds another worker's
+	// containers on this Docker Engine and that worker not alive twice in
+	// a row removes them, and calls Dead.
+	Alive func(ctx context.Context, worker string) (bool, error)
+	// Dead is told of each dead worker whose containers were removed
+	// (to report its sessions lost); optional.
+	Dead func(ctx context.Context, worker string)
+
+	reap     sync.Mutex
+	suspects map[string]bool // workers found not alive by the last sweep
 
 	mu   sync.Mutex
 	stop chan struct{}
@@ -159,6 +193,7 @@ func (j *Janitor) loop(ctx context.Context, stop, done chan struct{}) {
 			return
 		case <-t.C:
 			j.M.ReapIdle(ctx)
+			j.reapDead(ctx)
 			if _, err := j.M.Sweep(ctx, "", computer.SessionLifetime+time.Minute); err != nil {
 				j.M.log.Warn("sweep dead workers' sessions", "err", err)
 			}
@@ -181,4 +216,60 @@ func (j *Janitor) Stop() {
 	if err := j.M.Close(context.Background()); err != nil {
 		j.M.log.Warn("stop sessions at shutdown", "err", err)
 	}
+}
+
+// Workers lists the workers that made the session containers on this
+// Docker Engine, other than this one.
+func (m *Manager) Workers(ctx context.Context) ([]string, error) {
+	list, err := m.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"=1"))})
+	if err != nil {
+		return nil, fmt.Errorf("list session containers: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range list {
+		if w := c.Labels[LabelWorker]; w != "" && w != m.cfg.WorkerID && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// ReapDead runs one sweep of dead workers' sessions now (the loop runs it
+// every Period): a worker found not alive by this sweep and the one
+// before loses its containers, networks and sessions.
+func (j *Janitor) ReapDead(ctx context.Context) { j.reapDead(ctx) }
+
+func (j *Janitor) reapDead(ctx context.Context) {
+	if j.Alive == nil {
+		return
+	}
+	j.reap.Lock()
+	defer j.reap.Unlock()
+	workers, err := j.M.Workers(ctx)
+	if err != nil {
+		j.M.log.Warn("list other workers' sessions", "err", err)
+		return
+	}
+	suspects := map[string]bool{}
+	for _, w := range workers {
+		alive, err := j.Alive(ctx, w)
+		if err != nil || alive {
+			continue // an unreachable plane is not a dead worker
+		}
+		if !j.suspects[w] {
+			suspects[w] = true // dead on the next sweep too: then it is gone
+			continue
+		}
+		n, err := j.M.Sweep(ctx, w, 0) // this host's copies of its workspaces too
+		if err != nil {
+			j.M.log.Warn("remove a dead worker's sessions", "worker", w, "err", err)
+		}
+		j.M.log.Info("removed the sessions of a worker that stopped answering", "worker", w, "containers", n)
+		if j.Dead != nil {
+			j.Dead(ctx, w)
+		}
+	}
+	j.suspects = suspects
 }

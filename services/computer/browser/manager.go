@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -59,6 +60,9 @@ type Config struct {
 	// IdleTimeout ends sessions no action touched for this long
 	// (default computer.IdleTimeout).
 	IdleTimeout time.Duration
+	// MaxSessions is how many sessions this worker holds at once, those
+	// starting included (default 8).
+	MaxSessions int
 }
 
 // Manager holds this worker's sessions. It is safe for concurrent use.
@@ -69,6 +73,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[uuid.UUID]*session
+	starting int
 }
 
 var _ computer.Driver = (*Manager)(nil)
@@ -88,6 +93,9 @@ func New(cfg Config, log *slog.Logger) (*Manager, error) {
 	if cfg.Dialer == nil {
 		cfg.Dialer = &net.Dialer{}
 	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 8
+	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = computer.IdleTimeout
 	}
@@ -102,13 +110,21 @@ func (m *Manager) Start(ctx context.Context, spec computer.Spec) (string, error)
 	if err := computer.CheckViewport(int64(spec.Width), int64(spec.Height)); err != nil {
 		return "", err
 	}
+	m.mu.Lock()
+	if len(m.sessions)+m.starting >= m.cfg.MaxSessions {
+		m.mu.Unlock()
+		return "", fault.New(fault.Unavailable, "every browser session slot of this deployment's worker is in use (%d); retry later", m.cfg.MaxSessions)
+	}
+	m.starting++
+	m.mu.Unlock()
 	s, err := m.create(ctx, spec)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.starting--
 	if err != nil {
 		return "", err
 	}
-	m.mu.Lock()
 	m.sessions[spec.Session] = s
-	m.mu.Unlock()
 	return m.cfg.WorkerID, nil
 }
 
@@ -136,6 +152,42 @@ func (m *Manager) Stop(ctx context.Context, r computer.Ref) error {
 		return err
 	}
 	return m.remove(ctx, r.Session)
+}
+
+// Put writes a file just saved to the session's workspace into its mounted
+// copy (replacing it atomically), so the copy follows the workspace.
+func (m *Manager) Put(ctx context.Context, r computer.Ref, f computer.File) error {
+	s, err := m.get(r)
+	if err != nil {
+		return err
+	}
+	if err := computer.CheckPath(f.Path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir == "" {
+		return nil // no workspace mounted
+	}
+	p := filepath.Join(s.dir, "files", filepath.FromSlash(f.Path))
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".put-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(f.Content)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), p)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return werr
 }
 
 func (m *Manager) get(r computer.Ref) (*session, error) {

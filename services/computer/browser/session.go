@@ -80,7 +80,7 @@ func (m *Manager) create(ctx context.Context, spec computer.Spec) (_ *session, e
 		// Every request goes to the proxy, loopback included.
 		flags = append(flags, "--proxy-server=http://"+s.proxy.Addr(), "--proxy-bypass-list=<-loopback>")
 	}
-	mounts, err := s.writeFiles(m.cfg.TempDir)
+	mounts, err := s.writeFiles(m.cfg.TempDir, m.dirPrefix(m.cfg.WorkerID))
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +139,11 @@ func (m *Manager) address(ctx context.Context, id string) (string, error) {
 
 // writeFiles copies the attached workspace into a private directory that
 // only root can read, mounted read-only at computer.MountPath.
-func (s *session) writeFiles(tempDir string) ([]mount.Mount, error) {
+func (s *session) writeFiles(tempDir, prefix string) ([]mount.Mount, error) {
 	if s.spec.Files == nil {
 		return nil, nil
 	}
-	dir, err := os.MkdirTemp(tempDir, "visor-computer-")
+	dir, err := os.MkdirTemp(tempDir, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("workspace copy: %w", err)
 	}

@@ -1,0 +1,1 @@
+DROP TABLE computer_session_screenshots;

@@ -1,0 +1,207 @@
+package computer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/plane"
+)
+
+// The worker plane's names for computer use: a session starts on any
+// worker of Pool, and every later call goes to the one worker that holds
+// it.
+const (
+	Pool      = "computer"
+	KindStart = "computer.start"
+	KindDo    = "computer.do"
+	KindStop  = "computer.stop"
+	KindPut   = "computer.put"
+)
+
+// Waits on the plane. A start may wait for a busy pool a little; a call
+// for a held session waits only for its own worker.
+const (
+	startMaxWait  = 30 * time.Second
+	actionMaxWait = 45 * time.Second
+)
+
+// startJob is a KindStart payload. The worker loads the workspace's files
+// itself: a workspace may hold more than a plane request carries.
+type startJob struct {
+	Agent     uuid.UUID  `json:"agent"`
+	Session   uuid.UUID  `json:"session"`
+	Width     int        `json:"width"`
+	Height    int        `json:"height"`
+	Allowed   []string   `json:"allowed"`
+	Workspace *uuid.UUID `json:"workspace,omitempty"`
+}
+
+// sessionJob is the payload of the calls for a held session.
+type sessionJob struct {
+	Session uuid.UUID `json:"session"`
+	Action  *Action   `json:"action,omitempty"`
+	File    *File     `json:"file,omitempty"`
+}
+
+// jobAnswer is what a worker answers. Lost says the worker does not hold
+// the session (it restarted, or the container died): a plane error code
+// cannot say that by itself.
+type jobAnswer struct {
+	Worker  string   `json:"worker,omitempty"`
+	Outcome *Outcome `json:"outcome,omitempty"`
+	Lost    string   `json:"lost,omitempty"`
+}
+
+// PlaneDriver is the Driver of a process that holds no browser: it sends
+// each call over the worker plane, a start to the pool and every later call
+// to the worker that holds the session.
+type PlaneDriver struct {
+	Plane plane.Caller
+}
+
+var _ Driver = PlaneDriver{}
+
+// Start implements Driver.
+func (d PlaneDriver) Start(ctx context.Context, s Spec) (string, error) {
+	job := startJob{Agent: s.Agent, Session: s.Session, Width: s.Width, Height: s.Height, Allowed: s.Allowed, Workspace: s.Workspace}
+	raw, err := json.Marshal(job)
+	if err != nil {
+		return "", err
+	}
+	out, err := d.Plane.Call(ctx, plane.Request{Kind: KindStart, Pool: Pool, Tenant: s.Tenant, Payload: raw, MaxWait: startMaxWait}, nil)
+	switch {
+	case errors.Is(err, plane.ErrNoWorker):
+		return "", errNoDriver
+	case errors.Is(err, plane.ErrWorkerLost):
+		return "", fault.New(fault.Unavailable, "the worker starting your session stopped answering; call computer_session_start again")
+	case err != nil:
+		return "", err
+	}
+	var a jobAnswer
+	if err := json.Unmarshal(out, &a); err != nil || a.Worker == "" {
+		return "", fmt.Errorf("computer use: a worker's start answer is unreadable")
+	}
+	return a.Worker, nil
+}
+
+// Do implements Driver.
+func (d PlaneDriver) Do(ctx context.Context, r Ref, a Action) (Outcome, error) {
+	ans, err := d.call(ctx, r, KindDo, sessionJob{Session: r.Session, Action: &a})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if ans.Outcome == nil {
+		return Outcome{}, nil
+	}
+	return *ans.Outcome, nil
+}
+
+// Stop implements Driver.
+func (d PlaneDriver) Stop(ctx context.Context, r Ref) error {
+	_, err := d.call(ctx, r, KindStop, sessionJob{Session: r.Session})
+	return err
+}
+
+// Put implements Driver.
+func (d PlaneDriver) Put(ctx context.Context, r Ref, f File) error {
+	_, err := d.call(ctx, r, KindPut, sessionJob{Session: r.Session, File: &f})
+	return err
+}
+
+// call sends one call to the worker holding r. A worker with no heartbeat,
+// one that stops answering, and one that does not hold the session all
+// mean the session is lost.
+func (d PlaneDriver) call(ctx context.Context, r Ref, kind string, job sessionJob) (jobAnswer, error) {
+	raw, err := json.Marshal(job)
+	if err != nil {
+		return jobAnswer{}, err
+	}
+	out, err := d.Plane.Call(ctx, plane.Request{Kind: kind, Worker: r.Worker, Tenant: r.Tenant, Payload: raw, MaxWait: actionMaxWait}, nil)
+	switch {
+	case errors.Is(err, plane.ErrNoWorker), errors.Is(err, plane.ErrWorkerLost):
+		return jobAnswer{}, fmt.Errorf("worker %s: %w: %w", r.Worker, err, ErrLost)
+	case err != nil:
+		return jobAnswer{}, err
+	}
+	var a jobAnswer
+	if err := json.Unmarshal(out, &a); err != nil {
+		return jobAnswer{}, fmt.Errorf("computer use: a worker's answer is unreadable")
+	}
+	if a.Lost != "" {
+		return jobAnswer{}, fmt.Errorf("%s: %w", a.Lost, ErrLost)
+	}
+	return a, nil
+}
+
+// FileSource loads a workspace's files for a session that starts on a
+// worker; WorkspaceStore is one.
+type FileSource interface {
+	AllFiles(ctx context.Context, tenantID, agentID, id uuid.UUID) ([]File, error)
+}
+
+// Handlers are a worker's side of PlaneDriver: they run each call on d, the
+// sessions this worker holds, and load workspaces from files. The tenant of
+// every call is the plane request's.
+func Handlers(d Driver, files FileSource) map[string]plane.Handler {
+	return map[string]plane.Handler{
+		KindStart: func(ctx context.Context, j plane.Job) (json.RawMessage, error) {
+			var job startJob
+			if err := json.Unmarshal(j.Payload, &job); err != nil {
+				return nil, fault.New(fault.Invalid, "unreadable session start")
+			}
+			spec := Spec{Tenant: j.Tenant, Agent: job.Agent, Session: job.Session, Width: job.Width, Height: job.Height,
+				Allowed: job.Allowed, Workspace: job.Workspace}
+			if job.Workspace != nil {
+				fs, err := files.AllFiles(ctx, j.Tenant, job.Agent, *job.Workspace)
+				if err != nil {
+					return nil, err
+				}
+				spec.Files = append([]File{}, fs...)
+			}
+			worker, err := d.Start(ctx, spec)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(jobAnswer{Worker: worker})
+		},
+		KindDo: sessionHandler(func(ctx context.Context, r Ref, job sessionJob) (jobAnswer, error) {
+			if job.Action == nil {
+				return jobAnswer{}, fault.New(fault.Invalid, "an action call needs an action")
+			}
+			o, err := d.Do(ctx, r, *job.Action)
+			return jobAnswer{Outcome: &o}, err
+		}),
+		KindStop: sessionHandler(func(ctx context.Context, r Ref, _ sessionJob) (jobAnswer, error) {
+			return jobAnswer{}, d.Stop(ctx, r)
+		}),
+		KindPut: sessionHandler(func(ctx context.Context, r Ref, job sessionJob) (jobAnswer, error) {
+			if job.File == nil {
+				return jobAnswer{}, fault.New(fault.Invalid, "a put call needs a file")
+			}
+			return jobAnswer{}, d.Put(ctx, r, *job.File)
+		}),
+	}
+}
+
+func sessionHandler(run func(ctx context.Context, r Ref, job sessionJob) (jobAnswer, error)) plane.Handler {
+	return func(ctx context.Context, j plane.Job) (json.RawMessage, error) {
+		var job sessionJob
+		if err := json.Unmarshal(j.Payload, &job); err != nil {
+			return nil, fault.New(fault.Invalid, "unreadable session call")
+		}
+		a, err := run(ctx, Ref{Tenant: j.Tenant, Session: job.Session, Worker: j.Worker}, job)
+		if errors.Is(err, ErrLost) {
+			return json.Marshal(jobAnswer{Lost: err.Error()})
+		}
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(a)
+	}
+}
