@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/computer/browser"
@@ -16,11 +17,12 @@ import (
 
 // ComputerConfig is computer use's part of Config.
 type ComputerConfig struct {
-	Worker      bool                // VISOR_COMPUTER_WORKER: this worker runs browser sessions
-	Image       string              // VISOR_COMPUTER_IMAGE: the browser image
-	MaxSessions int                 // VISOR_COMPUTER_MAX_SESSIONS
-	DevHosts  map[string]netip.Addr // VISOR_COMPUTER_DEV_HOSTS: host=address pins used instead of DNS
-	TrustSPKI []string              // VISOR_COMPUTER_DEV_TRUST_SPKI: certificate keys Chromium accepts unverified
+	Worker      bool                  // VISOR_COMPUTER_WORKER: this worker runs browser sessions
+	Image       string                // VISOR_COMPUTER_IMAGE: the browser image
+	MaxSessions int                   // VISOR_COMPUTER_MAX_SESSIONS
+	SweepEvery  time.Duration         // VISOR_COMPUTER_SWEEP_EVERY
+	DevHosts    map[string]netip.Addr // VISOR_COMPUTER_DEV_HOSTS: host=address pins used instead of DNS
+	TrustSPKI   []string              // VISOR_COMPUTER_DEV_TRUST_SPKI: certificate keys Chromium accepts unverified
 }
 
 func loadComputerConfig(get func(string) string, bad func(name, format string, args ...any)) ComputerConfig {
@@ -34,6 +36,9 @@ func loadComputerConfig(get func(string) string, bad func(name, format string, a
 	}
 	if c.MaxSessions, err = strconv.Atoi(get("VISOR_COMPUTER_MAX_SESSIONS")); err != nil || c.MaxSessions < 1 || c.MaxSessions > 1000 {
 		bad("VISOR_COMPUTER_MAX_SESSIONS", "%q must be a number 1-1000", get("VISOR_COMPUTER_MAX_SESSIONS"))
+	}
+	if c.SweepEvery, err = time.ParseDuration(get("VISOR_COMPUTER_SWEEP_EVERY")); err != nil || c.SweepEvery < time.Second || c.SweepEvery > time.Hour {
+		bad("VISOR_COMPUTER_SWEEP_EVERY", "%q must be a duration from 1s to 1h", get("VISOR_COMPUTER_SWEEP_EVERY"))
 	}
 	for _, pair := range strings.Split(get("VISOR_COMPUTER_DEV_HOSTS"), ",") {
 		if pair = strings.TrimSpace(pair); pair == "" {
@@ -115,7 +120,7 @@ func (a *app) startComputerWorker(ctx context.Context) error {
 	}
 	store := a.stores.computer
 	p := redisx.NewPlane(a.rdb, "", a.log.With("area", "plane"))
-	j := &browser.Janitor{M: m, Alive: p.WorkerAlive, Dead: func(ctx context.Context, worker string) {
+	j := &browser.Janitor{M: m, Period: c.SweepEvery, Alive: p.WorkerAlive, Dead: func(ctx context.Context, worker string) {
 		sessions, err := store.OpenSessionsOn(ctx, worker)
 		if err != nil {
 			log.Warn("find a dead worker's sessions", "worker", worker, "err", err)

@@ -73,6 +73,7 @@ var envVars = []envVar{
 	{"VISOR_COMPUTER_WORKER", "false", "true: this `visor worker` holds the Docker socket and runs computer-use browser sessions (needs VISOR_COMPUTER_IMAGE); serve reaches it over the worker plane"},
 	{"VISOR_COMPUTER_IMAGE", "", "the computer-use browser image (deploy/browser), never pulled; read by computer workers"},
 	{"VISOR_COMPUTER_MAX_SESSIONS", "8", "browser sessions one computer worker holds at once (each up to 1 GiB of memory and one CPU)"},
+	{"VISOR_COMPUTER_SWEEP_EVERY", "30s", "how often a computer worker's janitor stops idle sessions and removes the containers of workers that stopped answering (after two sweeps in a row)"},
 	{"VISOR_COMPUTER_DEV_HOSTS", "", "development only: comma-separated host=address pins the browser egress proxy uses instead of DNS (shop.test=127.0.0.2)"},
 	{"VISOR_COMPUTER_DEV_TRUST_SPKI", "", "development only: comma-separated base64 SHA-256 public-key hashes of certificates the session browser accepts unverified (local test sites)"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},

@@ -26,7 +26,12 @@ elected leader. With VISOR_WORKER_HTTP_ADDR set it also serves /healthz,
 /readyz and /metrics. With VISOR_SANDBOX_WORKER=true it also holds the
 Docker socket and runs execute_program scripts in sandbox containers for
 serve, taking them from the worker plane in Redis (VISOR_WORKER_ID names
-it), and removes containers its earlier life or dead workers left behind.`,
+it), and removes containers its earlier life or dead workers left behind.
+With VISOR_COMPUTER_WORKER=true it also holds computer-use browser
+sessions (containers of VISOR_COMPUTER_IMAGE driven over Chrome DevTools):
+serve sends each session's start to any such worker and every later call
+to the one holding it; it stops idle sessions, and removes the sessions of
+a computer worker that stopped answering, reporting them lost.`,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := parse(fs, args); err != nil {
 				return err

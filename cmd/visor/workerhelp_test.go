@@ -37,7 +37,8 @@ func TestWorkerHelpPromisesOnlyItsJobs(t *testing.T) {
 	}
 	require.Contains(t, res.stdout, "routines and reminders") // the dispatcher, which is no River job
 	require.Contains(t, res.stdout, "VISOR_SANDBOX_WORKER")   // the worker plane's script runs, which are no River jobs
-	for _, missing := range []string{"computer-use", "computer use", "grant expiry", "browser"} {
+	require.Contains(t, res.stdout, "VISOR_COMPUTER_WORKER")  // and its browser sessions
+	for _, missing := range []string{"grant expiry"} {
 		require.NotContains(t, res.stdout, missing, "the worker runs no such job")
 	}
 }

@@ -22,9 +22,11 @@ import (
 	"os/exec"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/computer/browser/browsertest"
@@ -104,9 +106,10 @@ func TestComputerUseOverMCP(t *testing.T) {
 	shopIP, evilIP := netip.AddrFrom4([4]byte{127, byte(b), byte(c), 4}), netip.AddrFrom4([4]byte{127, byte(b), byte(c), 5})
 	cert, spki := testCert(t, "shop.test", "evil.test")
 	shop, evil := httpsSite(t, shopIP, cert), httpsSite(t, evilIP, cert)
-	r := startReplica(t, "a", w.dbURL, privateRedis(t).URL(), "VISOR_COMPUTER_IMAGE="+image,
-		"VISOR_COMPUTER_DEV_HOSTS=shop.test="+shopIP.String()+",evil.test="+evilIP.String(),
-		"VISOR_COMPUTER_DEV_TRUST_SPKI="+spki)
+	redisURL := privateRedis(t).URL()
+	r := startReplica(t, "a", w.dbURL, redisURL)
+	workerID := "e2e-" + uuid.NewString()[:8]
+	computerWorker(t, w, redisURL, workerID, image, "shop.test="+shopIP.String()+",evil.test="+evilIP.String(), spki)
 	w.api(t, r, http.MethodPatch, "/tenants/acme", map[string]any{"settings": identity.TenantSettings{ComputerUseWorkspaces: true}}, nil)
 	w.api(t, r, http.MethodPut, "/tenants/acme/agents/"+w.ada.ID.String()+"/settings", map[string]any{"settings": identity.AgentSettings{
 		Capabilities: identity.Capabilities{ComputerUse: true, ComputerUseConfig: identity.ComputerUseConfig{
@@ -123,6 +126,7 @@ func TestComputerUseOverMCP(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(start.Structured, &started))
 	require.Equal(t, "/workspace/files", started.MountPath)
+	require.Equal(t, workerID+"-browser", sessionWorker(t, w, started.SessionID), "the session lives on the computer worker")
 
 	for _, step := range []struct {
 		name string
@@ -164,12 +168,15 @@ func TestComputerUseOverMCP(t *testing.T) {
 	read := callFull(t, r, w.adaKey, "computer_workspace_read", map[string]any{"workspace_id": started.WorkspaceID, "path": "notes/signin.txt"})
 	require.False(t, read.IsError)
 	require.Contains(t, read.Content[0].Text, "<computer_workspace_file path=\"notes/signin.txt\" injection_flags=\"none\">\nsigned in as ada\n</computer_workspace_file>")
+	// The write reached the worker holding the session: its mounted copy
+	// has the file (for root only).
+	out, err := exec.Command("docker", "exec", "-u", "0", "visor-cu-"+started.SessionID, "cat", "/workspace/files/notes/signin.txt").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "signed in as ada", string(out))
 
 	stop := callFull(t, r, w.adaKey, "computer_session_stop", map[string]any{"session_id": started.SessionID})
 	require.False(t, stop.IsError)
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=visor.computer.tenant="+w.acme.ID.String()).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Empty(t, strings.TrimSpace(string(out)), "no container is left")
+	require.Empty(t, sessionContainers(t, "visor.computer.tenant="+w.acme.ID.String()), "no container is left")
 
 	// The audit trail keeps a count of what was typed and the host, never
 	// the text, the URL's path, the file's path or its content.
@@ -190,4 +197,134 @@ func TestComputerUseOverMCP(t *testing.T) {
 	require.Len(t, changes["computer_workspace_write"], 1)
 	require.Contains(t, changes["computer_workspace_write"][0], `"content_chars":16`)
 	require.Contains(t, changes["computer_workspace_write"][0], `"path_sha256":"`)
+}
+
+// computerWorker starts `visor worker` as a computer worker named id (its
+// plane name is id-browser), with test host pins and a trusted test
+// certificate, sweeping every second.
+func computerWorker(t *testing.T, w *world, redisURL, id, image, pins, spki string) *workerProc {
+	t.Helper()
+	return startWorker(t, id, w.dbURL, redisURL, "VISOR_COMPUTER_WORKER=true", "VISOR_COMPUTER_IMAGE="+image, "VISOR_WORKER_ID="+id,
+		"VISOR_COMPUTER_DEV_HOSTS="+pins, "VISOR_COMPUTER_DEV_TRUST_SPKI="+spki, "VISOR_COMPUTER_SWEEP_EVERY=1s")
+}
+
+// sessionWorker is the worker a session's row names.
+func sessionWorker(t *testing.T, w *world, session string) string {
+	t.Helper()
+	var worker string
+	require.NoError(t, w.db.Pool.QueryRow(context.Background(), `SELECT worker FROM computer_sessions WHERE id = $1`, session).Scan(&worker))
+	return worker
+}
+
+// sessionContainers lists the session containers with a label.
+func sessionContainers(t *testing.T, label string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+label).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return strings.Fields(string(out))
+}
+
+// TestComputerSessionsLiveOnTheWorkerThatHoldsThem runs serve and two
+// computer workers: each employee's session starts on one worker, every
+// later call reaches that worker (a call on the other one would find no
+// session and report it lost), and when a holding worker is killed the
+// next call reports the session lost within seconds, its workspace is
+// released, and the other worker's janitor removes the dead worker's
+// container while the other session goes on.
+func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
+	image := browsertest.Image(t)
+	w := newWorld(t)
+	ctx := context.Background()
+	redisURL := privateRedis(t).URL()
+	r := startReplica(t, "serve", w.dbURL, redisURL)
+	w.api(t, r, http.MethodPatch, "/tenants/acme", map[string]any{"settings": identity.TenantSettings{ComputerUseWorkspaces: true}}, nil)
+	for _, a := range []identity.Agent{w.ada, w.bob} {
+		w.api(t, r, http.MethodPut, "/tenants/acme/agents/"+a.ID.String()+"/settings", map[string]any{"settings": identity.AgentSettings{
+			Capabilities: identity.Capabilities{ComputerUse: true, ComputerUseConfig: identity.ComputerUseConfig{Workspace: true}}}}, nil)
+	}
+	suffix := uuid.NewString()[:8]
+	idA, idB := "e2e-a-"+suffix, "e2e-b-"+suffix
+	workerA := computerWorker(t, w, redisURL, idA, image, "", "")
+	start := func(key string) (session, workspace string) {
+		res := callFull(t, r, key, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": "new"})
+		require.False(t, res.IsError, "%+v", res)
+		var st struct {
+			SessionID   string `json:"session_id"`
+			WorkspaceID string `json:"workspace_id"`
+		}
+		require.NoError(t, json.Unmarshal(res.Structured, &st))
+		return st.SessionID, st.WorkspaceID
+	}
+	adaSession, _ := start(w.adaKey)
+	require.Equal(t, idA+"-browser", sessionWorker(t, w, adaSession))
+
+	// Worker B joins; while A is paused (for less than its heartbeat's
+	// lifetime) only B can take bob's start.
+	workerB := computerWorker(t, w, redisURL, idB, image, "", "")
+	require.NoError(t, syscall.Kill(workerA.cmd.Process.Pid, syscall.SIGSTOP))
+	type started struct{ session, workspace string }
+	bobc := make(chan started, 1)
+	go func() {
+		res := callFull(t, r, w.bobKey, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": "new"})
+		var st struct {
+			SessionID   string `json:"session_id"`
+			WorkspaceID string `json:"workspace_id"`
+		}
+		_ = json.Unmarshal(res.Structured, &st)
+		bobc <- started{st.SessionID, st.WorkspaceID}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, syscall.Kill(workerA.cmd.Process.Pid, syscall.SIGCONT))
+	var bob started
+	select {
+	case bob = <-bobc:
+	case <-time.After(90 * time.Second):
+		t.Fatal("bob's session start did not answer")
+	}
+	require.NotEmpty(t, bob.session, "bob's session started")
+	require.Equal(t, idB+"-browser", sessionWorker(t, w, bob.session))
+
+	for range 2 {
+		for _, key := range []string{w.adaKey, w.bobKey} {
+			res := callFull(t, r, key, "computer_screenshot", nil)
+			require.False(t, res.IsError, "%+v", res)
+			res = callFull(t, r, key, "computer_key", map[string]any{"key": "Tab"})
+			require.False(t, res.IsError, "%+v", res)
+		}
+	}
+	require.Len(t, sessionContainers(t, "visor.computer.worker="+idA+"-browser"), 1)
+	require.Len(t, sessionContainers(t, "visor.computer.worker="+idB+"-browser"), 1)
+
+	// B dies: bob hears "lost" on his next call, with the next step.
+	workerB.kill()
+	at := time.Now()
+	lost := callFull(t, r, w.bobKey, "computer_screenshot", nil)
+	require.True(t, lost.IsError)
+	require.Contains(t, lost.Content[0].Text, "was lost")
+	require.Contains(t, lost.Content[0].Text, "call computer_session_start to start a new session")
+	require.Less(t, time.Since(at), 8*time.Second)
+	var state string
+	var leased bool
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT state FROM computer_sessions WHERE id = $1`, bob.session).Scan(&state))
+	require.Equal(t, "lost", state)
+	wsID, err := uuid.Parse(strings.TrimPrefix(bob.workspace, "ws-"))
+	require.NoError(t, err)
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT lease_session IS NOT NULL FROM computer_workspaces WHERE id = $1`, wsID).Scan(&leased))
+	require.False(t, leased, "the lost session's workspace is released")
+	var n int
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND event_type = 'computer_session_lost'`, w.acme.ID).Scan(&n))
+	require.Equal(t, 1, n, "the refusal is audited")
+
+	// A's janitor removes what B left; ada's session goes on.
+	require.Eventually(t, func() bool { return len(sessionContainers(t, "visor.computer.worker="+idB+"-browser")) == 0 },
+		20*time.Second, 200*time.Millisecond, "the dead worker's container is reaped")
+	res := callFull(t, r, w.adaKey, "computer_screenshot", nil)
+	require.False(t, res.IsError, "%+v", res)
+	res = callFull(t, r, w.bobKey, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": bob.workspace})
+	require.False(t, res.IsError, "bob starts again, on A, with his workspace: %+v", res)
+	res = callFull(t, r, w.adaKey, "computer_session_stop", nil)
+	require.False(t, res.IsError)
+	res = callFull(t, r, w.bobKey, "computer_session_stop", nil)
+	require.False(t, res.IsError)
+	require.Empty(t, sessionContainers(t, "visor.computer.tenant="+w.acme.ID.String()))
 }

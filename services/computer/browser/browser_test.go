@@ -22,6 +22,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -340,6 +341,16 @@ func TestWorkspaceIsMountedReadOnlyForRootOnlyAndStopRemovesAll(t *testing.T) {
 	_, err = run("0", "sh", "-c", "echo x > /workspace/files/new.txt")
 	require.Error(t, err, "the mount is read-only")
 
+	// A write saved to the workspace reaches the mounted copy.
+	require.NoError(t, m.Put(ctx, r, computer.File{FileInfo: computer.FileInfo{Path: "notes/a.txt"}, Content: []byte("changed")}))
+	require.NoError(t, m.Put(ctx, r, computer.File{FileInfo: computer.FileInfo{Path: "deep/er/b.txt"}, Content: []byte("new")}))
+	out, err = run("0", "cat", "/workspace/files/notes/a.txt", "/workspace/files/deep/er/b.txt")
+	require.NoError(t, err, out)
+	require.Equal(t, "changednew", out)
+	require.Error(t, m.Put(ctx, r, computer.File{FileInfo: computer.FileInfo{Path: "../escape.txt"}, Content: []byte("x")}))
+	_, err = os.Stat(filepath.Join(filepath.Dir(s.dir), "escape.txt"))
+	require.True(t, os.IsNotExist(err), "nothing is written outside the copy")
+
 	info, err := m.Client().ContainerInspect(ctx, s.container)
 	require.NoError(t, err)
 	require.True(t, info.HostConfig.ReadonlyRootfs)
@@ -368,4 +379,43 @@ func TestAContainerThatDiesReportsTheSessionLost(t *testing.T) {
 	_, err := m.Do(ctx, r, computer.Action{Kind: computer.ActScreenshot})
 	require.ErrorIs(t, err, computer.ErrLost)
 	require.Zero(t, m.Len())
+}
+
+// TestAJanitorReapsTheSessionsOfAWorkerThatStoppedAnswering: a worker's
+// janitor leaves another worker's containers alone while that worker is
+// alive, and removes them, reporting the worker dead, once it has been
+// seen not alive on two sweeps in a row. A worker holds at most
+// MaxSessions.
+func TestAJanitorReapsTheSessionsOfAWorkerThatStoppedAnswering(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	mine := l.manager(t)
+	other := l.manager(t)
+	other.cfg.MaxSessions = 1
+	r := l.start(t, other, nil, nil)
+	_, err := other.Start(ctx, computer.Spec{Tenant: uuid.New(), Session: uuid.New(), Width: 800, Height: 600})
+	require.True(t, fault.Is(err, fault.Unavailable), "the worker is full: %v", err)
+	s, _ := other.get(r)
+
+	alive := true
+	var dead []string
+	j := &Janitor{M: mine, Alive: func(_ context.Context, w string) (bool, error) {
+		require.NotEqual(t, mine.cfg.WorkerID, w, "only other workers' containers are judged")
+		return alive || w != other.cfg.WorkerID, nil // other tests' workers on this engine are alive
+	}, Dead: func(_ context.Context, w string) { dead = append(dead, w) }}
+	j.ReapDead(ctx)
+	j.ReapDead(ctx)
+	_, err = mine.Client().ContainerInspect(ctx, s.container)
+	require.NoError(t, err, "a live worker's container stays")
+
+	alive = false
+	j.ReapDead(ctx)
+	_, err = mine.Client().ContainerInspect(ctx, s.container)
+	require.NoError(t, err, "one sweep is not enough to call a worker dead")
+	j.ReapDead(ctx)
+	_, err = mine.Client().ContainerInspect(ctx, s.container)
+	require.Error(t, err, "the dead worker's container is removed")
+	_, err = mine.Client().NetworkInspect(ctx, s.network, networkInspect)
+	require.Error(t, err, "and its network")
+	require.Equal(t, []string{other.cfg.WorkerID}, dead)
 }
