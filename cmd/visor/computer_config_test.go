@@ -12,7 +12,9 @@ import (
 // its caps and sweep period are bounded; each problem names its variable.
 func TestComputerWorkerConfig(t *testing.T) {
 	t.Parallel()
-	load := func(env map[string]string) (Config, error) { return LoadConfig(func(k string) string { return env[k] }) }
+	load := func(env map[string]string) (Config, error) {
+		return LoadConfig(func(k string) string { return env[k] })
+	}
 	c, err := load(nil)
 	require.NoError(t, err)
 	require.False(t, c.Computer.Worker, "serve and plain workers hold no browser")
