@@ -55,6 +55,9 @@ type Options struct {
 	// DefaultListCacheEntries. Negative turns the cache off (every list
 	// runs the policy and encodes its page), for comparison.
 	ListCacheEntries int
+	// ListCacheBytes bounds the encoded bytes of the cached pages; default
+	// DefaultListCacheBytes. The least recently used pages go first.
+	ListCacheBytes int
 	// CallsThroughSDK sends every tools/call through the SDK's JSON-RPC
 	// layer, as before the endpoint answered plain ones itself
 	// (fastcall.go), for comparison.
@@ -118,7 +121,7 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	}
 	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
 		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{}),
-		lists: newListCache(opts.ListCacheEntries), callsOff: opts.CallsThroughSDK}
+		lists: newListCache(opts.ListCacheEntries, opts.ListCacheBytes), callsOff: opts.CallsThroughSDK}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))

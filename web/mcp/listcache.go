@@ -40,6 +40,12 @@ type listCache struct {
 // DefaultListCacheEntries bounds each level of the cache.
 const DefaultListCacheEntries = 10000
 
+// DefaultListCacheBytes bounds the encoded bytes of the cached pages. An
+// entry count alone does not bound memory: a page grows with the catalog
+// (about 35 KB for 100 tools, 300 KB for 1,000), and a tenant whose
+// employees' settings differ can need a page per employee.
+const DefaultListCacheBytes = 128 << 20
+
 type pageKey struct {
 	tenant uuid.UUID
 	era    string
@@ -57,14 +63,19 @@ type listPage struct {
 // MarshalJSON returns the bytes encoded when the page was built.
 func (p *listPage) MarshalJSON() ([]byte, error) { return p.raw, nil }
 
-func newListCache(entries int) *listCache {
+func newListCache(entries, bytes int) *listCache {
 	if entries < 0 {
 		return &listCache{off: true}
 	}
 	if entries == 0 {
 		entries = DefaultListCacheEntries
 	}
-	return &listCache{decisions: newLRU[string, string](entries), pages: newLRU[pageKey, *listPage](entries)}
+	if bytes <= 0 {
+		bytes = DefaultListCacheBytes
+	}
+	pages := newLRU[pageKey, *listPage](entries)
+	pages.maxWeight, pages.weigh = bytes, func(pg *listPage) int { return cap(pg.raw) }
+	return &listCache{decisions: newLRU[string, string](entries), pages: pages}
 }
 
 // decisionKey names what the policy reads for sub, or "" when sub carries
@@ -160,12 +171,17 @@ func (h *Handler) page(k pageKey) (*listPage, error) {
 	return pg, nil
 }
 
-// lru is a size-bounded map that drops its least recently used entry.
+// lru is a size-bounded map that drops its least recently used entry. With
+// weigh set it also keeps the entries' total weight within maxWeight
+// (always keeping the newest entry).
 type lru[K comparable, V any] struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // front = most recent; elements hold *lruEntry
-	m     map[K]*list.Element
+	mu        sync.Mutex
+	max       int
+	order     *list.List // front = most recent; elements hold *lruEntry
+	m         map[K]*list.Element
+	weigh     func(V) int
+	maxWeight int
+	weight    int
 }
 
 type lruEntry[K comparable, V any] struct {
@@ -193,16 +209,34 @@ func (c *lru[K, V]) put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[k]; ok {
+		c.weight -= c.weightOf(e.Value.(*lruEntry[K, V]).v)
 		e.Value.(*lruEntry[K, V]).v = v
 		c.order.MoveToFront(e)
-		return
+	} else {
+		c.m[k] = c.order.PushFront(&lruEntry[K, V]{k: k, v: v})
 	}
-	c.m[k] = c.order.PushFront(&lruEntry[K, V]{k: k, v: v})
-	for c.order.Len() > c.max {
+	c.weight += c.weightOf(v)
+	for c.order.Len() > c.max || (c.weight > c.maxWeight && c.order.Len() > 1 && c.weigh != nil) {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.m, last.Value.(*lruEntry[K, V]).k)
+		ent := last.Value.(*lruEntry[K, V])
+		delete(c.m, ent.k)
+		c.weight -= c.weightOf(ent.v)
 	}
+}
+
+func (c *lru[K, V]) weightOf(v V) int {
+	if c.weigh == nil {
+		return 0
+	}
+	return c.weigh(v)
+}
+
+// size is the entries' total weight.
+func (c *lru[K, V]) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.weight
 }
 
 func (c *lru[K, V]) len() int {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -180,4 +181,57 @@ func TestListCacheIsBounded(t *testing.T) {
 		require.True(t, ok, k)
 	}
 	require.Equal(t, 2, c.len())
+}
+
+func TestListCacheBoundsThePagesBytes(t *testing.T) {
+	db := pgtest.New(t)
+	store := postgres.NewIdentityStore(db)
+	ids := identity.NewService(store, changes.Discard{}, slog.New(slog.DiscardHandler))
+	reg := benchRegistry(ids, store, db)
+	ctx := context.Background()
+	tenant, err := ids.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	// Four employees with four different visible sets: each page is about
+	// 1.5 KB, and the budget holds two of them.
+	var ps []identity.Principal
+	for i, denied := range [][]string{nil, {"bench_echo"}, {"bench_write"}, {"bench_echo", "bench_write"}} {
+		a, err := ids.CreateAgent(ctx, tenant.ID, identity.NewAgent{Name: fmt.Sprintf("e%d", i),
+			Settings: identity.AgentSettings{Capabilities: identity.Capabilities{DeniedTools: denied}}})
+		require.NoError(t, err)
+		ps = append(ps, identity.Principal{TenantID: tenant.ID, TenantSlug: tenant.Slug, Kind: identity.KindEmployee,
+			AgentID: a.ID, Scopes: identity.DefaultEmployeeScopes, CredentialID: fmt.Sprintf("key-%d", i)})
+	}
+	first, rerr := New(reg, tools.NewSubjects(store, tools.NoGrants{}, 0), &audit.Memory{}, live.NoStreams{},
+		Options{PageSize: 1000}).listPage(ctx, ps[0], "", "")
+	require.Nil(t, rerr)
+	budget := len(first.raw)*2 + len(first.raw)/2
+	h := New(reg, tools.NewSubjects(store, tools.NoGrants{}, 0), &audit.Memory{}, live.NoStreams{},
+		Options{PageSize: 1000, ListCacheBytes: budget})
+	seen := map[string]bool{}
+	for _, p := range ps {
+		pg, rerr := h.listPage(ctx, p, "", "")
+		require.Nil(t, rerr)
+		seen[string(pg.raw)] = true
+		require.LessOrEqual(t, h.lists.pages.size(), budget)
+	}
+	require.Len(t, seen, 4, "four different sets")
+	require.Equal(t, 2, h.lists.pages.len(), "the pages within the budget stay")
+	require.Equal(t, 4, h.lists.decisions.len(), "the visible sets are not bounded by the page budget")
+
+	// The least recently used pages go first; the newest is kept even when
+	// it alone is over the budget.
+	c := newLRU[string, string](10)
+	c.maxWeight, c.weigh = 5, func(v string) int { return len(v) }
+	c.put("a", "xx")
+	c.put("b", "xx")
+	_, _ = c.get("a")
+	c.put("c", "xx")
+	_, ok := c.get("b")
+	require.False(t, ok)
+	require.Equal(t, 4, c.size())
+	c.put("a", "xxxxxxxx")
+	require.Equal(t, 1, c.len())
+	require.Equal(t, 8, c.size())
+	c.put("a", "x")
+	require.Equal(t, 1, c.size())
 }
