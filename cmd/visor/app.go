@@ -152,6 +152,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.duties.SetSchedules(duties)
 	a.duties.SetNotices(duties)
 	a.duties.SetNotifier(a.dutyNotifier())
+	a.duties.SetRounds(a.rounds)
 	a.board.SetRuns(a.duties)
 	a.computer = a.newComputer()
 	return a, nil

@@ -84,7 +84,8 @@ type RunStore interface {
 	// StartRun locks the responsibility and asks plan what to write: a run
 	// (RunPlan) or a skip. Either is written in the same transaction.
 	StartRun(ctx context.Context, tenantID, responsibilityID uuid.UUID, plan func(Opening) (*RunPlan, *Skip, error)) (Run, error)
-	// ReportSpend adds cents to the run's reported cost.
+	// ReportSpend adds cents to the open run's reported cost; a closed
+	// run's is fault.Conflict.
 	ReportSpend(ctx context.Context, tenantID, runID uuid.UUID, cents int64) (Run, error)
 	// Runs lists a responsibility's runs, newest first.
 	Runs(ctx context.Context, tenantID, responsibilityID uuid.UUID, after *RunPosition, limit int) ([]Run, error)
@@ -110,14 +111,16 @@ const MaxSpendReport = 100_000_000
 // wake-up that may not open one (not active, past stop_at, an older epoch,
 // the owner inactive, the window's run limit or spend cap reached) is
 // recorded as a skip and answered with *SkipError. A previous run still
-// open is closed first. Errors: fault.NotFound for no such
+// open is closed first, and its rounds ended (their tokens stop working). Errors: fault.NotFound for no such
 // responsibility.
 func (s *Service) OpenRun(ctx context.Context, tenantID, id uuid.UUID, w Wake) (Run, error) {
 	if !w.Reason.Valid() {
 		return Run{}, fault.New(fault.Invalid, "unknown run reason %q", w.Reason)
 	}
 	now := s.now()
-	return s.store.StartRun(ctx, tenantID, id, func(o Opening) (*RunPlan, *Skip, error) {
+	var closing *Run
+	run, err := s.store.StartRun(ctx, tenantID, id, func(o Opening) (*RunPlan, *Skip, error) {
+		closing = nil
 		r := o.Responsibility
 		skip := func(c SkipCause, format string, args ...any) (*RunPlan, *Skip, error) {
 			return nil, &Skip{ID: uuid.New(), TenantID: tenantID, ResponsibilityID: id, Reason: w.Reason, Cause: c,
@@ -142,8 +145,31 @@ func (s *Service) OpenRun(ctx context.Context, tenantID, id uuid.UUID, w Wake) (
 		if u.SpendCents >= r.SpendCapCents {
 			return skip(OverSpendCap, "the window %s has spent %d of its %d cents", span(from, to), u.SpendCents, r.SpendCapCents)
 		}
+		closing = o.OpenRun
 		return s.plan(r, w, now), nil, nil
 	})
+	if err == nil && closing != nil {
+		err = s.endRounds(ctx, *closing)
+	}
+	return run, err
+}
+
+// RoundEnder ends the rounds of a task (rounds.Service.EndRounds): their
+// tokens stop working at once and undelivered wake-ups are cancelled.
+type RoundEnder interface {
+	EndRounds(ctx context.Context, tenantID, taskID, agentID uuid.UUID) error
+}
+
+// SetRounds sets where a closed run's rounds are ended.
+func (s *Service) SetRounds(e RoundEnder) { s.ender = e }
+
+// endRounds ends the rounds of a run that closed, so its round tokens stop
+// working with it rather than at their expiry.
+func (s *Service) endRounds(ctx context.Context, run Run) error {
+	if s.ender == nil || run.TaskID == uuid.Nil {
+		return nil
+	}
+	return s.ender.EndRounds(ctx, run.TenantID, run.TaskID, uuid.Nil)
 }
 
 // gate says whether the responsibility may open a run at all now.
@@ -173,19 +199,25 @@ func (s *Service) plan(r Responsibility, w Wake, now time.Time) *RunPlan {
 	return &RunPlan{Run: run, Task: task, Wakeup: wake}
 }
 
-// CloseRun closes an open run. Whatever its runtime reported stays its
-// cost; a run whose runtime reported nothing closes as cost_not_counted.
+// CloseRun closes an open run and ends its rounds (their tokens stop
+// working). Whatever its runtime reported stays its cost; a run whose
+// runtime reported nothing closes as cost_not_counted.
 // Errors: fault.NotFound for no such run, fault.Conflict when it is
 // already closed.
 func (s *Service) CloseRun(ctx context.Context, tenantID, runID uuid.UUID) (Run, error) {
-	return s.store.CloseRun(ctx, tenantID, runID, nil)
+	run, err := s.store.CloseRun(ctx, tenantID, runID, nil)
+	if err != nil {
+		return run, err
+	}
+	return run, s.endRounds(ctx, run)
 }
 
 // ReportSpend adds what a round spent to its run. Only a round token of
 // the run's owner on the run's task reports; cents is 0..MaxSpendReport.
-// Errors: fault.Invalid for a bad amount, fault.Forbidden for a caller
-// other than such a round, fault.NotFound when the round's task is no
-// run's.
+// A report arriving after the run closed is not counted. Errors:
+// fault.Invalid for a bad amount, fault.Forbidden for a caller other than
+// such a round, fault.NotFound when the round's task is no run's,
+// fault.Conflict when the run is closed.
 func (s *Service) ReportSpend(ctx context.Context, tenantID, agentID, task uuid.UUID, cents int64) (Run, error) {
 	if cents < 0 || cents > MaxSpendReport {
 		return Run{}, fault.New(fault.Invalid, "cost_cents must be a whole number from 0 to %d", MaxSpendReport)

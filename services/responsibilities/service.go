@@ -78,6 +78,7 @@ type Service struct {
 	zones     ScheduleStore
 	notices   NoticeStore
 	notifier  Notifier
+	ender     RoundEnder
 }
 
 // NewService returns the service.

@@ -97,11 +97,20 @@ func (s *ResponsibilityStore) writeRun(ctx context.Context, tx pgx.Tx, o respons
 	return r, mapErr(err, "run")
 }
 
-// ReportSpend adds cents to a run's reported cost.
+// ReportSpend adds cents to an open run's reported cost; a closed run's
+// is fault.Conflict.
 func (s *ResponsibilityStore) ReportSpend(ctx context.Context, tenantID, runID uuid.UUID, cents int64) (responsibilities.Run, error) {
 	r, err := scanRun(s.db.Pool.QueryRow(ctx, `UPDATE responsibility_runs
 		SET cost_cents = coalesce(cost_cents, 0) + $3, reports = reports + 1
-		WHERE tenant_id = $1 AND id = $2 RETURNING `+runCols, tenantID, runID, cents))
+		WHERE tenant_id = $1 AND id = $2 AND closed_at IS NULL RETURNING `+runCols, tenantID, runID, cents))
+	if errors.Is(err, pgx.ErrNoRows) {
+		var closed time.Time
+		if err := s.db.Pool.QueryRow(ctx, `SELECT closed_at FROM responsibility_runs WHERE tenant_id = $1 AND id = $2`, tenantID, runID).
+			Scan(&closed); err != nil {
+			return r, mapErr(err, "run")
+		}
+		return r, fault.New(fault.Conflict, "the run closed at %s; a report after its close is not counted", closed.UTC().Format(time.RFC3339))
+	}
 	return r, mapErr(err, "run")
 }
 

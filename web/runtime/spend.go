@@ -73,6 +73,13 @@ func (h *SpendHandler) report(c echo.Context) error {
 	if fault.Is(err, fault.Forbidden) || fault.Is(err, fault.NotFound) {
 		return h.refuse(ctx, t, p, fault.Message(err))
 	}
+	if fault.Is(err, fault.Conflict) {
+		// A report after its run closed: not counted, answered 409, audited.
+		if rerr := h.record(ctx, t, p, fault.Message(err)); rerr != nil {
+			return rerr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -81,9 +88,14 @@ func (h *SpendHandler) report(c echo.Context) error {
 
 // refuse records the refusal in the tenant's audit trail, then answers 403.
 func (h *SpendHandler) refuse(ctx context.Context, t identity.Tenant, p identity.Principal, msg string) error {
-	if err := h.audit.Record(ctx, audit.Entry{ID: uuid.New(), TenantID: t.ID, PrincipalKind: string(p.Kind), PrincipalID: p.ID(),
-		Tool: SpendTool, Outcome: audit.OutcomeRefused, Event: EventRefused, Message: msg, At: time.Now(), Source: audit.SourceMCP}); err != nil {
+	if err := h.record(ctx, t, p, msg); err != nil {
 		return err
 	}
 	return fault.New(fault.Forbidden, "%s", msg)
+}
+
+// record writes a refused report's audit row.
+func (h *SpendHandler) record(ctx context.Context, t identity.Tenant, p identity.Principal, msg string) error {
+	return h.audit.Record(ctx, audit.Entry{ID: uuid.New(), TenantID: t.ID, PrincipalKind: string(p.Kind), PrincipalID: p.ID(),
+		Tool: SpendTool, Outcome: audit.OutcomeRefused, Event: EventRefused, Message: msg, At: time.Now(), Source: audit.SourceMCP})
 }
