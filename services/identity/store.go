@@ -45,6 +45,12 @@ type Store interface {
 	AgentByName(ctx context.Context, tenantID uuid.UUID, name string) (Agent, error)
 	// ListAgents returns the tenant's agents, trashed ones included, by name.
 	ListAgents(ctx context.Context, tenantID uuid.UUID) ([]Agent, error)
+	// ListAgentsPage returns up to p.Limit of the tenant's agents named
+	// after p.After that match p.Search, trashed ones included, by name,
+	// and how many match p.Search in all.
+	ListAgentsPage(ctx context.Context, tenantID uuid.UUID, p AgentPage) ([]Agent, int, error)
+	// AgentNames returns the names of the tenant's agents among ids.
+	AgentNames(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
 	// UpdateAgent loads the agent, applies fn and saves every mutable field.
 	UpdateAgent(ctx context.Context, tenantID, id uuid.UUID, fn func(*Agent) error) (Agent, int64, error)
 	// PurgeAgent deletes a trashed agent's row, freeing its name.
@@ -54,4 +60,14 @@ type Store interface {
 	Key(ctx context.Context, tenantID, id uuid.UUID) (Key, error)
 	ListKeys(ctx context.Context, tenantID uuid.UUID) ([]Key, error)
 	RevokeKey(ctx context.Context, tenantID, id uuid.UUID) (Key, int64, error)
+}
+
+// AgentPage asks for one page of a tenant's agents, by name.
+type AgentPage struct {
+	// After is the last name of the previous page; "" for the first.
+	After string
+	// Search is found, case folded, in an agent's name, department or
+	// role; "" matches every agent.
+	Search string
+	Limit  int
 }

@@ -3,8 +3,10 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/services/validtext"
 )
 
 func (d *Dashboard) agentRoutes(g *echo.Group) {
@@ -28,9 +31,25 @@ func (d *Dashboard) agentRoutes(g *echo.Group) {
 
 type agentsData struct {
 	Agents []identity.Agent
-	Names  map[uuid.UUID]string // agent names by id, for reports_to
-	Form   newAgentForm
+	Names  map[uuid.UUID]string // the managers' names, for reports_to
+	// Total counts the agents matching Search, on every page.
+	Total  int
+	Search string
+	// Paged is set past the first page; Next is the cursor of the page
+	// after this one, "" on the last.
+	Paged bool
+	Next  string
+	Query template.URL // the search, for the page links
+	Form  newAgentForm
 }
+
+// agentsPage is how many agents the agents page shows at once; the page
+// walks the agents by name (keyset), so a tenant with thousands of AI
+// employees costs no more than one with fifty.
+const agentsPage = 50
+
+// maxAgentSearch bounds the agents page's search text.
+const maxAgentSearch = 100
 
 type newAgentForm struct {
 	Name, Department, Role, ReportsTo, Budget string
@@ -41,15 +60,37 @@ func (d *Dashboard) agents(c echo.Context, v *View) error {
 }
 
 func (d *Dashboard) renderAgents(c echo.Context, v *View, status int, f newAgentForm) error {
-	as, err := d.d.Identity.Store().ListAgents(c.Request().Context(), v.Tenant.ID)
+	ctx := c.Request().Context()
+	p := identity.AgentPage{Search: strings.TrimSpace(c.QueryParam("q")), After: c.QueryParam("after"), Limit: agentsPage + 1}
+	if err := validtext.String(p.Search); err != nil || len(p.Search) > maxAgentSearch {
+		return fault.New(fault.Invalid, "the search must be text of at most %d bytes", maxAgentSearch)
+	}
+	if p.After != "" && !identity.ValidAgentName(p.After) {
+		return fault.New(fault.Invalid, "the page cursor is not valid; start from the first page")
+	}
+	as, total, err := d.d.Identity.Store().ListAgentsPage(ctx, v.Tenant.ID, p)
 	if err != nil {
 		return err
 	}
-	names := make(map[uuid.UUID]string, len(as))
-	for _, a := range as {
-		names[a.ID] = a.Name
+	data := agentsData{Total: total, Search: p.Search, Paged: p.After != "", Form: f}
+	if p.Search != "" {
+		data.Query = template.URL(url.Values{"q": {p.Search}}.Encode())
 	}
-	v.Title, v.Nav, v.Data = "agents.title", "agents", agentsData{Agents: as, Names: names, Form: f}
+	if len(as) > agentsPage {
+		as = as[:agentsPage]
+		data.Next = as[len(as)-1].Name
+	}
+	var managers []uuid.UUID
+	for _, a := range as {
+		if a.ReportsTo != uuid.Nil {
+			managers = append(managers, a.ReportsTo)
+		}
+	}
+	if data.Names, err = d.d.Identity.Store().AgentNames(ctx, v.Tenant.ID, managers); err != nil {
+		return err
+	}
+	data.Agents = as
+	v.Title, v.Nav, v.Data = "agents.title", "agents", data
 	return d.f.Render(c, status, "agents", v)
 }
 
@@ -61,8 +102,8 @@ func (d *Dashboard) createAgent(c echo.Context, v *View) error {
 	na := identity.NewAgent{Name: f.Name, Department: f.Department, Role: f.Role}
 	var err error
 	if f.ReportsTo != "" {
-		if na.ReportsTo, err = uuid.Parse(f.ReportsTo); err != nil {
-			return d.agentsFormError(c, v, f, fault.New(fault.Invalid, "reports_to must be one of the listed agents"))
+		if na.ReportsTo, err = d.managerOf(c, v, f.ReportsTo); err != nil {
+			return d.agentsFormError(c, v, f, err)
 		}
 	}
 	if f.Budget != "" {
@@ -78,6 +119,22 @@ func (d *Dashboard) createAgent(c echo.Context, v *View) error {
 	}
 	v.Object = "agent:" + a.ID.String()
 	return back(c, v, "agents/"+a.ID.String(), "agent_created")
+}
+
+// managerOf resolves the new agent's manager, named by the form (or given
+// by id): an agent of the member's tenant.
+func (d *Dashboard) managerOf(c echo.Context, v *View, ref string) (uuid.UUID, error) {
+	if id, err := uuid.Parse(ref); err == nil {
+		return id, nil // the service refuses an id that names no agent of the tenant
+	}
+	if !identity.ValidAgentName(ref) {
+		return uuid.Nil, fault.New(fault.Invalid, "reports_to must name an AI employee of this tenant")
+	}
+	m, err := d.d.Identity.Store().AgentByName(c.Request().Context(), v.Tenant.ID, ref)
+	if fault.Is(err, fault.NotFound) {
+		return uuid.Nil, fault.New(fault.Invalid, "reports_to must name an AI employee of this tenant; there is none named %q", ref)
+	}
+	return m.ID, err
 }
 
 // agentsFormError shows the list again with the form as it was sent and

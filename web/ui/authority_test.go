@@ -41,7 +41,7 @@ func TestEveryPageAndActionByEveryRole(t *testing.T) {
 				form string
 				need identity.Action
 			}{
-				"agents":  {{`action="/t/acme/dashboard/agents"`, identity.ManageAgents}},
+				"agents":  {{`method="post" action="/t/acme/dashboard/agents"`, identity.ManageAgents}},
 				agentPath: {{"/trash", identity.ManageAgents}, {"/settings", identity.ManageAgents}, {"/preview", identity.ManageAgents}},
 				"keys":    {{`action="/t/acme/dashboard/keys"`, identity.ManageKeys}, {"/revoke", identity.ManageKeys}},
 				"members": {{`action="/t/acme/dashboard/members"`, identity.ManageMembers}, {"/role", identity.ManageMembers}, {"/remove", identity.ManageMembers}},

@@ -20,8 +20,8 @@ import (
 
 // BenchmarkDashboardTTFB measures the time to first byte of dashboard
 // pages as a signed-in owner sees them, in a tenant with 1,000 AI
-// employees and 1,000,000 audit rows: the agents page (every agent), the
-// audit page (its newest 50 rows, unfiltered, filtered to refusals, and
+// employees and 1,000,000 audit rows: the agents page (its first 50, a
+// page deep by keyset, and a search by department), the audit page (its newest 50 rows, unfiltered, filtered to refusals, and
 // three pages back by keyset) and the overview. Each page is fetched 200
 // times after 10 warm-up requests, one at a time; b.N is ignored (run with
 // -benchtime 1x).
@@ -51,7 +51,9 @@ func BenchmarkDashboardTTFB(b *testing.B) {
 		third = strings.ReplaceAll(m[1], "&amp;", "&")
 	}
 	pages := []struct{ name, path string }{
-		{"agents-1000", "/t/acme/dashboard/agents"},
+		{"agents-first", "/t/acme/dashboard/agents"},
+		{"agents-page-11", "/t/acme/dashboard/agents?after=agent-00500"},
+		{"agents-search", "/t/acme/dashboard/agents?q=dept-7"},
 		{"audit-newest", "/t/acme/dashboard/audit"},
 		{"audit-refused", "/t/acme/dashboard/audit?outcome=refused"},
 		{"audit-page-3", third},
