@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,7 +94,9 @@ func textOf(t *testing.T, tab context.Context, sel string) string {
 // against a real `visor serve`: an owner signs in, approves an AI
 // employee's capability request for eight hours while the employee holds
 // an open MCP stream, which hears list_changed; the live-streams page shows
-// that stream on its replica; the audit log is filtered, exported as CSV
+// that stream on its replica; ada's settings are edited with the preview
+// (the removed tool shown before saving, list_changed after); a key is
+// created (its token shown once) and revoked (refused at once); the audit log is filtered, exported as CSV
 // and followed live; the language switches to Japanese. axe-core checks
 // every page in both languages.
 func TestDashboardInABrowser(t *testing.T) {
@@ -154,6 +157,77 @@ func TestDashboardInABrowser(t *testing.T) {
 	expectChange(t, ada, 5*time.Second, "approval in the dashboard")
 	require.Contains(t, toolNames(t, r, w.adaKey), "agent_status")
 	require.Contains(t, textOf(t, tab, "#grants"), "agent_status", "the grant is listed")
+
+	// Edit ada's settings with the preview: found by the agents page's
+	// search, denying a tool ada sees shows it as removed before anything
+	// is saved; saving tells ada's open stream its list changed.
+	seen := toolNames(t, r, w.adaKey)
+	victim := ""
+	for _, n := range seen {
+		if n != "agent_status" && n != "capability_request" {
+			victim = n
+			break
+		}
+	}
+	require.NotEmpty(t, victim, "ada sees a tool to deny: %v", seen)
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/agents"),
+		chromedp.WaitVisible(chromedp.CSS(`#agent-search`)),
+		chromedp.SendKeys(chromedp.CSS(`#agent-search`), "ada"),
+		chromedp.Click(chromedp.CSS(`form.search button[type=submit]`)),
+	))
+	waitFor(t, tab, `location.search.includes("q=ada") && !!document.querySelector("#agents a")`, "the agents page searched for ada")
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Click(chromedp.Search(`//table[@id="agents"]//a[normalize-space()="ada"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#settings`)),
+	))
+	current, err := chromedp.Run(tab, chromedp.Value(chromedp.CSS(`#settings`)))
+	require.NoError(t, err)
+	var edited identity.AgentSettings
+	require.NoError(t, json.Unmarshal([]byte(current), &edited), current)
+	edited.Capabilities.DeniedTools = append(edited.Capabilities.DeniedTools, victim)
+	text, err := json.Marshal(edited)
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Clear(chromedp.CSS(`#settings`)),
+		chromedp.SendKeys(chromedp.CSS(`#settings`), string(text)),
+		chromedp.Click(chromedp.CSS(`button[formaction$="/preview"]`)),
+	))
+	waitFor(t, tab, `!!document.getElementById("preview-h")`, "the settings preview")
+	require.Contains(t, textOf(t, tab, "ul.removed"), victim, "the preview names the tool that disappears")
+	require.Contains(t, toolNames(t, r, w.adaKey), victim, "a preview saves nothing")
+	checkAccessible(t, tab, "agent settings preview (en)")
+	shoot(t, tab, "agent.en")
+	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`form[action$="/settings"] button.primary`))))
+	waitFor(t, tab, `location.search.includes("done=settings_saved")`, "the saved settings' notice")
+	expectChange(t, ada, 5*time.Second, "settings saved in the dashboard")
+	require.NotContains(t, toolNames(t, r, w.adaKey), victim)
+
+	// Create a key for ada on the keys page: its token is shown once and
+	// works on the MCP endpoint; revoked there, it is refused at once.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/keys"),
+		chromedp.WaitVisible(chromedp.CSS(`#key-name`)),
+		chromedp.SendKeys(chromedp.CSS(`#key-name`), "browser-key"),
+		chromedp.Click(chromedp.CSS(`input[name=kind][value=agent]`)),
+		chromedp.SetValue(chromedp.CSS(`#key-agent`), w.ada.ID.String()),
+		chromedp.Click(chromedp.CSS(`form[aria-labelledby=new-key] button[type=submit]`)),
+	))
+	waitFor(t, tab, `!!document.getElementById("token")`, "the new key's token")
+	token := strings.TrimSpace(textOf(t, tab, "#token"))
+	require.NotEmpty(t, token)
+	require.Equal(t, http.StatusOK, mcpStatus(t, r, token, ""), "the new key works")
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/keys"), chromedp.WaitVisible(chromedp.CSS(`#key-name`))))
+	html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	require.NoError(t, err)
+	require.NotContains(t, html, token, "the token is shown only once")
+	checkAccessible(t, tab, "keys (en)")
+	shoot(t, tab, "keys.en")
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Click(chromedp.Search(`//tr[td[1][normalize-space()="browser-key"]]//button[contains(@class, "danger")]`)),
+	))
+	waitFor(t, tab, `location.search.includes("done=key_revoked")`, "the revocation's notice")
+	require.Equal(t, http.StatusUnauthorized, mcpStatus(t, r, token, ""), "the revoked key is refused")
 
 	// The live-streams page shows ada's stream on this replica (replicas
 	// report every few seconds).
@@ -218,9 +292,10 @@ func TestDashboardInABrowser(t *testing.T) {
 	))
 	waitFor(t, tab, `document.documentElement.lang === "ja" && !!document.querySelector("h1")`, "the page in Japanese")
 	require.Equal(t, "概要", textOf(t, tab, "h1"))
-	for _, page := range []string{"overview", "agents", "requests", "live", "audit", "tenant", "clients"} {
-		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+page), chromedp.WaitVisible(chromedp.CSS(`html[lang=ja] h1`))))
-		checkAccessible(t, tab, page+" (ja)")
-		shoot(t, tab, page+".ja")
+	for _, page := range []struct{ path, name string }{{"overview", "overview"}, {"agents", "agents"}, {"requests", "requests"}, {"live", "live"},
+		{"audit", "audit"}, {"tenant", "tenant"}, {"clients", "clients"}, {"keys", "keys"}, {"agents/" + w.ada.ID.String(), "agent"}} {
+		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+page.path), chromedp.WaitVisible(chromedp.CSS(`html[lang=ja] h1`))))
+		checkAccessible(t, tab, page.name+" (ja)")
+		shoot(t, tab, page.name+".ja")
 	}
 }
