@@ -16,8 +16,8 @@ import (
 )
 
 var (
-	agentRowRE = regexp.MustCompile(`<tr><td><a href="/t/acme/dashboard/agents/[0-9a-f-]+">([^<]+)</a>`)
-	nextRE     = regexp.MustCompile(`<a id="next" rel="next" href="([^"]+)"`)
+	agentRowRE   = regexp.MustCompile(`<tr><td><a href="/t/acme/dashboard/agents/[0-9a-f-]+">([^<]+)</a>`)
+	agentsNextRE = regexp.MustCompile(`<a id="next" rel="next" href="([^"]+)"`)
 )
 
 // agentNames returns the names the agents page lists, in order.
@@ -70,7 +70,7 @@ func TestAgentsPageIsPagedAndSearchable(t *testing.T) {
 			require.Contains(t, p.body, ">First page<")
 		}
 		seen = append(seen, names...)
-		m := nextRE.FindStringSubmatch(p.body)
+		m := agentsNextRE.FindStringSubmatch(p.body)
 		if m == nil {
 			break
 		}
@@ -85,11 +85,11 @@ func TestAgentsPageIsPagedAndSearchable(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.status)
 	require.Len(t, agentNames(p.body), 50)
 	require.Contains(t, p.body, "60 AI employees match “research”")
-	next := html.UnescapeString(nextRE.FindStringSubmatch(p.body)[1])
+	next := html.UnescapeString(agentsNextRE.FindStringSubmatch(p.body)[1])
 	require.Contains(t, next, "q=research")
 	p = b.get(next)
 	require.Len(t, agentNames(p.body), 10)
-	require.Nil(t, nextRE.FindStringSubmatch(p.body))
+	require.Nil(t, agentsNextRE.FindStringSubmatch(p.body))
 	p = b.get("/t/acme/dashboard/agents?q=" + url.QueryEscape("a-01"))
 	require.Len(t, agentNames(p.body), 10, "a-010 … a-019")
 	p = b.get("/t/acme/dashboard/agents?q=globex")
