@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -11,9 +12,12 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/computer"
+	"github.com/visorhq/visor/storage/redisx"
+	"github.com/visorhq/visor/storage/redisx/redistest"
 )
 
 // quantiles reports p50 and p99 of ds in milliseconds.
@@ -112,4 +116,57 @@ func BenchmarkLiveSessions(b *testing.B) {
 	b.ReportMetric(float64(total)/float64(n)/(1<<20), "MiB/session")
 	b.ReportMetric(float64(n), "sessions")
 	quantiles(b, ds, "concurrent_screenshot")
+}
+
+// BenchmarkOverTheWorkerPlane is what serve sees: each session start goes
+// to the computer pool on Redis and each action to the worker holding the
+// session (PlaneDriver → Redis → PlaneWorker → Manager), one worker with
+// this manager, on the login page.
+func BenchmarkOverTheWorkerPlane(b *testing.B) {
+	l := newLab(b)
+	m := l.manager(b)
+	rdb := redistest.New(b)
+	prefix := redistest.Prefix(b)
+	log := slog.New(slog.DiscardHandler)
+	w := redisx.NewPlaneWorker(rdb, redisx.PlaneWorkerOptions{ID: m.cfg.WorkerID, Pools: []string{computer.Pool}, Capacity: 8, Prefix: prefix}, log)
+	for kind, h := range computer.Handlers(m, nil) {
+		w.Handle(kind, h)
+	}
+	ctx := context.Background()
+	require.NoError(b, w.Start(ctx))
+	b.Cleanup(w.Stop)
+	d := computer.PlaneDriver{Plane: redisx.NewPlane(rdb, prefix, log)}
+	start := func() computer.Ref {
+		spec := computer.Spec{Tenant: uuid.New(), Agent: uuid.New(), Session: uuid.New(), Width: 800, Height: 600, Allowed: []string{"shop.test"}}
+		worker, err := d.Start(ctx, spec)
+		require.NoError(b, err)
+		return computer.Ref{Tenant: spec.Tenant, Session: spec.Session, Worker: worker}
+	}
+	// A few starts first (each stopped), then the actions of one session.
+	var starts []time.Duration
+	for range 5 {
+		t0 := time.Now()
+		r := start()
+		starts = append(starts, time.Since(t0))
+		require.NoError(b, d.Stop(ctx, r))
+	}
+	r := start()
+	_, err := d.Do(ctx, r, computer.Action{Kind: computer.ActNavigate, URL: "https://shop.test/login"})
+	require.NoError(b, err)
+	var clicks, shots []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		_, err := d.Do(ctx, r, computer.Action{Kind: computer.ActClick, X: 100, Y: 120, Button: "left"})
+		require.NoError(b, err)
+		clicks = append(clicks, time.Since(t0))
+		t0 = time.Now()
+		o, err := d.Do(ctx, r, computer.Action{Kind: computer.ActScreenshot})
+		require.NoError(b, err)
+		require.Equal(b, 1, o.Masked)
+		shots = append(shots, time.Since(t0))
+	}
+	require.NoError(b, d.Stop(ctx, r))
+	quantiles(b, starts, "start")
+	quantiles(b, clicks, "click")
+	quantiles(b, shots, "screenshot")
 }
