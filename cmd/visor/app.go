@@ -78,6 +78,8 @@ type stores struct {
 	reservations *postgres.ReservationStore
 	// computer holds browser sessions and workspaces.
 	computer *postgres.ComputerStore
+	// sandboxRuns is the log of script runs the dashboard lists.
+	sandboxRuns *postgres.SandboxRunStore
 	// rounds holds rounds and wake-ups (built with the job queue, by
 	// newRounds).
 	rounds *postgres.RoundsStore
@@ -90,8 +92,8 @@ func newStores(db *postgres.DB, log *slog.Logger) stores {
 	return stores{
 		identity: postgres.NewIdentityStore(db), credentials: postgres.NewCredentialStore(db),
 		grants: postgres.NewGrantStore(db), reservations: postgres.NewReservationStore(db),
-		computer: postgres.NewComputerStore(db),
-		audit:    postgres.NewAuditLog(db, 4, log.With("area", "audit")),
+		computer: postgres.NewComputerStore(db), sandboxRuns: postgres.NewSandboxRunStore(db),
+		audit: postgres.NewAuditLog(db, 4, log.With("area", "audit")),
 	}
 }
 

@@ -35,7 +35,8 @@ func (a *app) mountDashboard(e *echo.Echo, resolver *auth.Resolver, frame *ui.Fr
 	deps := ui.Deps{Identity: a.ids, Sessions: resolver.Sessions, Audit: a.stores.audit, Tools: reg,
 		Subjects: tools.NewSubjects(a.stores.identity, a.grants, 0), Logger: a.log.With("area", "dashboard"),
 		AuditLog: a.stores.audit, Tail: audit.Tail{Store: a.stores.audit}, Grants: a.grants, Streams: a.streams,
-		Clients: a.stores.credentials, OAuth: a.oauth, Duties: a.duties, Board: a.board}
+		Clients: a.stores.credentials, OAuth: a.oauth, Duties: a.duties, Board: a.board,
+		SandboxRuns: a.stores.sandboxRuns}
 	if a.rdb != nil {
 		deps.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
 	}

@@ -81,6 +81,9 @@ func loadSandboxConfig(get func(string) string, bad func(name, format string, ar
 // workers through the plane. It must work on a zero app (`visor docs`).
 func (a *app) sandboxTools() *sandbox.Tools {
 	t := &sandbox.Tools{Images: a.cfg.Sandbox.Images, HostRuns: a.cfg.Sandbox.HostRuns}
+	if a.stores.sandboxRuns != nil {
+		t.Log, t.Logger = a.stores.sandboxRuns, a.log.With("area", "sandbox")
+	}
 	if a.rdb != nil {
 		t.Plane = redisx.NewPlane(a.rdb, "", a.log.With("area", "plane"))
 	}

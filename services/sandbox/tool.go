@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -37,6 +39,10 @@ type Tools struct {
 	// script_when_unavailable = "run_unsandboxed" take effect. Off by
 	// default: tenants share workers.
 	HostRuns bool
+	// Log keeps the tenant's log of runs for the dashboard; nil keeps
+	// none. Logger hears when the log cannot be written (the run goes on).
+	Log    RunLog
+	Logger *slog.Logger
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -58,28 +64,91 @@ func (t *Tools) execute(ctx context.Context, c tools.Call) (*tools.Result, error
 	if err != nil {
 		return nil, err
 	}
+	end := t.logRun(ctx, c, job)
+	a, err := t.run(ctx, c, job)
+	end(a, err)
+	if err != nil {
+		return nil, err
+	}
+	return answer(a), nil
+}
+
+// run sends job to a sandbox worker and returns its answer.
+func (t *Tools) run(ctx context.Context, c tools.Call, job Job) (Answer, error) {
 	settings := c.Subject.Tenant.Settings
 	job.OnHost = t.HostRuns && settings.ScriptWhenUnavailable == "run_unsandboxed"
 	if !job.OnHost && !slices.Contains(t.Images, job.Image) {
-		return nil, unavailable(Unavailable("image_not_allowed", job.Image, "the image is not on the platform's allow-list", nil))
+		return Answer{}, unavailable(Unavailable("image_not_allowed", job.Image, "the image is not on the platform's allow-list", nil))
 	}
 	if t.Plane == nil {
-		return nil, unavailable(Unavailable("no_worker", job.Image, "this server cannot reach any sandbox worker", nil))
+		return Answer{}, unavailable(Unavailable("no_worker", job.Image, "this server cannot reach any sandbox worker", nil))
 	}
 	payload, err := json.Marshal(job)
 	if err != nil {
-		return nil, fmt.Errorf("encode script run: %w", err)
+		return Answer{}, fmt.Errorf("encode script run: %w", err)
 	}
 	raw, err := t.Plane.Call(ctx, plane.Request{Kind: JobKind, Pool: Pool, Tenant: c.Principal().TenantID, Payload: payload},
 		func(p plane.Progress) { c.Report(p.Progress, p.Total, p.Message) })
 	if err != nil {
-		return nil, t.failed(ctx, job.Image, err)
+		return Answer{}, t.failed(ctx, job.Image, err)
 	}
 	var a Answer
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, fmt.Errorf("decode script result: %w", err)
+		return Answer{}, fmt.Errorf("decode script result: %w", err)
 	}
-	return answer(a), nil
+	return a, nil
+}
+
+// logRun records job as running in the run log and returns what records
+// how it ended. A log that cannot be written never stops the run.
+func (t *Tools) logRun(ctx context.Context, c tools.Call, job Job) func(Answer, error) {
+	if t.Log == nil {
+		return func(Answer, error) {}
+	}
+	ctx = context.WithoutCancel(ctx)
+	p := c.Principal()
+	r := Run{TenantID: p.TenantID, ID: job.RunID, Principal: p.ID(), Image: job.Image, Language: job.Language, StartedAt: time.Now()}
+	if p.IsEmployee() {
+		r.AgentID = p.AgentID
+	}
+	if err := t.Log.StartRun(ctx, r); err != nil {
+		t.logger().WarnContext(ctx, "script run not logged", "tenant", p.TenantID, "run", job.RunID, "err", err)
+		return func(Answer, error) {}
+	}
+	return func(a Answer, err error) {
+		ended(&r, a, err)
+		if err := t.Log.EndRun(ctx, r); err != nil {
+			t.logger().WarnContext(ctx, "script run's end not logged", "tenant", p.TenantID, "run", job.RunID, "err", err)
+		}
+	}
+}
+
+// ended fills in how r ended: a's result, or why there is none.
+func ended(r *Run, a Answer, err error) {
+	now := time.Now()
+	r.EndedAt = &now
+	switch {
+	case err == nil:
+		r.State, r.ExitCode, r.TimedOut, r.OOMKilled, r.OnHost = RunFinished, a.ExitCode, a.TimedOut, a.OOMKilled, a.OnHost
+		r.RunMS, r.WaitedMS, r.Worker = a.RunMS, a.WaitedMS, a.Worker
+		return
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		r.State = RunCancelled
+	case fault.Is(err, fault.Unavailable):
+		r.State, r.Detail = RunUnavailable, fault.Message(err)
+	default:
+		r.State = RunFailed
+	}
+	if len(r.Detail) > 1024 {
+		r.Detail = strings.ToValidUTF8(r.Detail[:1024], "")
+	}
+}
+
+func (t *Tools) logger() *slog.Logger {
+	if t.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return t.Logger
 }
 
 // job reads the call's arguments into a run.

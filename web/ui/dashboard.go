@@ -18,6 +18,7 @@ import (
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/responsibilities"
+	"github.com/visorhq/visor/services/sandbox"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/web/api"
 )
@@ -67,6 +68,8 @@ type Deps struct {
 	Duties *responsibilities.Service
 	// Board is the task board service. Nil leaves its pages out.
 	Board *board.Service
+	// SandboxRuns is the log of script runs (execute_program).
+	SandboxRuns sandbox.RunLog
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -116,6 +119,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.clientRoutes(g)
 	d.dutyRoutes(g)
 	d.boardRoutes(g)
+	d.sandboxRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

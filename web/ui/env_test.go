@@ -55,6 +55,7 @@ type env struct {
 	db      *postgres.DB
 	duties  *responsibilities.Service
 	board   *board.Service
+	runs    *postgres.SandboxRunStore
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -117,6 +118,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	duties := postgres.NewResponsibilityStore(db)
 	e.duties = responsibilities.NewService(duties, agents.NewDelegation(e.store))
 	e.duties.SetQuestions(duties)
+	e.runs = postgres.NewSandboxRunStore(db)
 	e.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(e.store),
 		Directory: e.store, Staff: e.ids, Grants: e.grants, Logger: log})
 
@@ -137,7 +139,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		as.Register(ec, resolver.LoadTenant())
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
 			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
-			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties, Board: e.board}
+			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties, Board: e.board, SandboxRuns: e.runs}
 		for _, f := range tweak {
 			f(&deps)
 		}

@@ -125,6 +125,7 @@ func menu() []MenuItem {
 		{"nav.board", "board", identity.ReadTenant},
 		{"nav.duties", "responsibilities", identity.ReadTenant},
 		{"nav.questions", "questions", identity.ReadTenant},
+		{"nav.sandbox", "sandbox", identity.ReadTenant},
 		{"nav.keys", "keys", identity.ReadTenant},
 		{"nav.members", "members", identity.ReadTenant},
 		{"nav.live", "live", identity.ReadTenant},
