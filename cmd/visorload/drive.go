@@ -20,31 +20,42 @@ type results struct {
 }
 
 // drive runs op from clients goroutines, each request's kind drawn by the
-// weights in mix. Clients start requests for d; a request still in flight
+// weights in mix (a client's first request excepted, see below). Clients start requests for d; a request still in flight
 // at the end is waited for and counted (each is bounded by the client's own
 // timeout), so a run on a slow server still reports what completed, and
 // elapsed is the time until the last one ended.
 func drive(ctx context.Context, clients int, d time.Duration, mix map[string]int, op func(context.Context, string) error) results {
-	var kinds []string
+	var kinds, distinct []string
 	for k, w := range mix {
 		for range w {
 			kinds = append(kinds, k)
 		}
+		if w > 0 {
+			distinct = append(distinct, k)
+		}
 	}
+	sort.Strings(distinct)
 	res := results{lat: map[string][]time.Duration{}, errs: map[string]int{}, sample: map[string]error{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
 	end := start.Add(d)
-	for range clients {
+	for c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			lat := map[string][]time.Duration{}
 			errs := map[string]int{}
 			last := map[string]error{}
+			// Each client's first request is of the next kind in turn, so
+			// with as many clients as kinds every kind is measured even in
+			// a run too short or too slow for the random draw to reach it.
+			first := true
 			for ctx.Err() == nil && time.Now().Before(end) {
 				k := kinds[rand.IntN(len(kinds))]
+				if first {
+					k, first = distinct[c%len(distinct)], false
+				}
 				t0 := time.Now()
 				err := op(ctx, k)
 				if ctx.Err() != nil {

@@ -151,7 +151,14 @@ func load(ctx context.Context, c config, out io.Writer) (summary, error) {
 	fmt.Fprintf(out, "setup: %d of %d listen streams acknowledged in %.1f s\n", s.listens, c.listen, time.Since(t0).Seconds())
 	fmt.Fprintf(out, "visor: %s, %d principals, %d clients, mix %s\n", c.url, len(v.keys), c.clients, mixString(c.mix))
 	s.visor = drive(ctx, c.clients, c.duration, c.mix, v.op)
-	time.Sleep(100 * time.Millisecond) // the last changes' notifications
+	// The last changes' notifications: a change is announced after the
+	// replica recomputes, which on a loaded machine can trail its answer.
+	for wait := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(wait) || len(s.visor.lat["settings"]) == 0 || s.listens == 0 || listens.notified() > 0 {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
 	listens.close()
 	s.notifications, s.listenEnded = listens.notified(), listens.ended.Load()
 	s.listenFailed = listens.failures.Load()
