@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
@@ -24,7 +26,9 @@ import (
 // So concurrent calls share commits (group commit) and a busy endpoint pays
 // one fsync per batch, not per call, while every caller still returns only
 // once its own row is durable. A row Postgres refuses fails only its own
-// caller (see commit).
+// caller (see commit). The writers have connections of their own, apart
+// from the pool that serves requests (Start), so that under load a commit
+// never waits behind request handlers for a connection.
 type AuditLog struct {
 	db       *DB
 	log      *slog.Logger
@@ -33,7 +37,8 @@ type AuditLog struct {
 	maxBatch int
 
 	life    lifecycle.Base
-	stop    chan struct{} // closed when Stop begins: Record refuses new rows
+	conns   atomic.Pointer[pgxpool.Pool] // the writers' own (Start)
+	stop    chan struct{}                // closed when Stop begins: Record refuses new rows
 	commits atomic.Int64
 }
 
@@ -61,18 +66,41 @@ func NewAuditLog(db *DB, writers int, log *slog.Logger) *AuditLog {
 	return l
 }
 
-// Start runs the writers until Stop. It runs once (lifecycle.Base).
+// Start opens the writers' own pool — at most one connection per writer,
+// each opened when first needed, with the settings of db's pool and, unless
+// those name one, the application name visor-audit — and runs the writers
+// until Stop. It runs once (lifecycle.Base).
 func (l *AuditLog) Start(ctx context.Context) error {
-	fns := make([]func(context.Context), l.writers)
-	for i := range fns {
-		fns[i] = func(context.Context) { l.write() }
+	if _, err := l.life.Begin(ctx); err != nil {
+		return err
 	}
-	return l.life.Start(ctx, fns...)
+	cfg := l.db.Pool.Config()
+	cfg.MaxConns, cfg.MinConns = int32(l.writers), 0
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "visor-audit"
+	}
+	conns, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("open the audit writers' connections: %w", err)
+	}
+	l.conns.Store(conns)
+	for range l.writers {
+		l.life.Go(func() { l.write(conns) })
+	}
+	return nil
 }
 
-// Stop writes every row already handed in, then stops the writers. It is
-// safe to call twice.
-func (l *AuditLog) Stop() { l.life.Stop() }
+// Stop writes every row already handed in, then stops the writers and
+// closes their connections. It is safe to call twice.
+func (l *AuditLog) Stop() {
+	l.life.Stop()
+	if c := l.conns.Load(); c != nil {
+		c.Close()
+	}
+}
 
 // Record returns once e is committed. An error means it was not.
 func (l *AuditLog) Record(ctx context.Context, e audit.Entry) error {
@@ -92,14 +120,14 @@ func (l *AuditLog) Record(ctx context.Context, e audit.Entry) error {
 	}
 }
 
-func (l *AuditLog) write() {
+func (l *AuditLog) write(conns *pgxpool.Pool) {
 	batch := make([]*pendingRow, 0, l.maxBatch)
 	for {
 		select {
 		case p := <-l.in:
 			batch = append(batch[:0], p)
 		case <-l.stop:
-			l.drain()
+			l.drain(conns)
 			return
 		}
 	collect:
@@ -111,16 +139,16 @@ func (l *AuditLog) write() {
 				break collect
 			}
 		}
-		l.commit(batch)
+		l.commit(conns, batch)
 	}
 }
 
 // drain commits what is still queued at Stop.
-func (l *AuditLog) drain() {
+func (l *AuditLog) drain(conns *pgxpool.Pool) {
 	for {
 		select {
 		case p := <-l.in:
-			l.commit([]*pendingRow{p})
+			l.commit(conns, []*pendingRow{p})
 		default:
 			return
 		}
@@ -139,10 +167,10 @@ const isolateBudget = 32
 // tenant by one statement, and only that tenant's rows are bisected to find
 // the refused ones. Any other error (Postgres down or too slow) fails the
 // whole batch at once: retrying it row by row would only wait longer.
-func (l *AuditLog) commit(batch []*pendingRow) {
+func (l *AuditLog) commit(conns *pgxpool.Pool, batch []*pendingRow) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := l.insert(ctx, batch)
+	err := l.insert(ctx, conns, batch)
 	if err == nil || !rowRejected(err) {
 		l.answer(batch, err)
 		return
@@ -152,18 +180,18 @@ func (l *AuditLog) commit(batch []*pendingRow) {
 	for _, g := range groups {
 		if len(groups) > 1 {
 			budget--
-			if err = l.insert(ctx, g); err == nil || !rowRejected(err) {
+			if err = l.insert(ctx, conns, g); err == nil || !rowRejected(err) {
 				l.answer(g, err)
 				continue
 			}
 		}
-		l.isolate(ctx, g, err, &budget)
+		l.isolate(ctx, conns, g, err, &budget)
 	}
 }
 
 // isolate bisects rows, whose insert Postgres rejected with cause, until
 // each refused row stands alone; the others are committed.
-func (l *AuditLog) isolate(ctx context.Context, rows []*pendingRow, cause error, budget *int) {
+func (l *AuditLog) isolate(ctx context.Context, conns *pgxpool.Pool, rows []*pendingRow, cause error, budget *int) {
 	if len(rows) == 1 || *budget <= 0 {
 		l.log.Error("audit rows refused by Postgres", "rows", len(rows), "tenant", rows[0].e.TenantID, "tool", rows[0].e.Tool, "err", cause)
 		l.answer(rows, fault.Newf(fault.Internal, cause, "the audit row was refused"))
@@ -172,8 +200,8 @@ func (l *AuditLog) isolate(ctx context.Context, rows []*pendingRow, cause error,
 	half := len(rows) / 2
 	for _, part := range [][]*pendingRow{rows[:half], rows[half:]} {
 		*budget--
-		if err := l.insert(ctx, part); err != nil && rowRejected(err) {
-			l.isolate(ctx, part, err, budget)
+		if err := l.insert(ctx, conns, part); err != nil && rowRejected(err) {
+			l.isolate(ctx, conns, part, err, budget)
 		} else {
 			l.answer(part, err)
 		}
@@ -237,10 +265,12 @@ ON CONFLICT (tenant_id, id) DO UPDATE SET outcome = excluded.outcome, code = exc
 // insert writes rows in one statement. Text is made storable first: a NUL
 // or invalid UTF-8 that got past the edges is kept as U+FFFD rather than
 // failing the statement.
-func (l *AuditLog) insert(ctx context.Context, batch []*pendingRow) error {
+func (l *AuditLog) insert(ctx context.Context, conns *pgxpool.Pool, batch []*pendingRow) error {
 	n := len(batch)
 	var (
-		tenants, ids                                            = make([]uuid.UUID, n), make([]uuid.UUID, n)
+		// pgtype.UUID is encoded as its 16 bytes; uuid.UUID would go
+		// through its text form.
+		tenants, ids                                            = make([]pgtype.UUID, n), make([]pgtype.UUID, n)
 		at                                                      = make([]time.Time, n)
 		kinds, principals, tools, digests, outcomes, events, ms = make([]string, n), make([]string, n), make([]string, n),
 			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -256,12 +286,13 @@ func (l *AuditLog) insert(ctx context.Context, batch []*pendingRow) error {
 		if e.Source == "" {
 			e.Source = audit.SourceMCP
 		}
-		tenants[i], ids[i], at[i], kinds[i], principals[i], tools[i], digests[i] = e.TenantID, e.ID, e.At, txt(e.PrincipalKind),
+		tenants[i], ids[i] = pgtype.UUID{Bytes: e.TenantID, Valid: true}, pgtype.UUID{Bytes: e.ID, Valid: true}
+		at[i], kinds[i], principals[i], tools[i], digests[i] = e.At, txt(e.PrincipalKind),
 			txt(e.PrincipalID), txt(e.Tool), txt(e.ArgsDigest)
 		outcomes[i], codes[i], events[i], ms[i], latencies[i] = txt(e.Outcome), e.Code, txt(e.Event), txt(e.Message), e.Latency.Microseconds()
 		sources[i], actions[i], objects[i], change[i] = txt(e.Source), txt(e.Action), txt(e.Object), txt(e.Change)
 	}
-	_, err := l.db.Pool.Exec(ctx, insertAudit, tenants, ids, at, kinds, principals, tools, digests, outcomes, codes, events, ms, latencies,
+	_, err := conns.Exec(ctx, insertAudit, tenants, ids, at, kinds, principals, tools, digests, outcomes, codes, events, ms, latencies,
 		sources, actions, objects, change)
 	if err != nil {
 		return err

@@ -56,3 +56,47 @@ func BenchmarkAuditRecord(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAuditRecordBusyPool is one durable audit row from 16 concurrent
+// callers while request handlers keep every connection of the pool the
+// store was opened with in use ("busy": short queries, one after another,
+// from as many goroutines as the pool has connections), against the same
+// with that pool idle. The writers commit on connections of their own, so
+// the busy pool should cost them little.
+//
+//	go test ./storage/postgres -run '^$' -bench AuditRecordBusyPool -benchtime 2000x
+func BenchmarkAuditRecordBusyPool(b *testing.B) {
+	for _, busy := range []bool{false, true} {
+		name := "idle"
+		if busy {
+			name = "busy"
+		}
+		b.Run(name, func(b *testing.B) {
+			l, s := newAuditLogTB(b)
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			if busy {
+				for range s.db.Pool.Config().MaxConns {
+					wg.Go(func() {
+						for ctx.Err() == nil {
+							_, _ = s.db.Pool.Exec(ctx, `SELECT pg_sleep(0.002)`)
+						}
+					})
+				}
+			}
+			defer func() { stop(); wg.Wait() }()
+			b.SetParallelism(8) // 16 goroutines on 2 CPUs
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := l.Record(context.Background(), entry(s.a.ID, "bench", audit.OutcomeOK)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/float64(l.Commits()), "rows/commit")
+		})
+	}
+}

@@ -9,7 +9,11 @@ func (l *AuditLog) CommitBatch(entries []audit.Entry) []error {
 	for i, e := range entries {
 		rows[i] = &pendingRow{e: e, done: make(chan error, 1)}
 	}
-	l.commit(rows)
+	conns := l.conns.Load() // the writers' own, once started
+	if conns == nil {
+		conns = l.db.Pool
+	}
+	l.commit(conns, rows)
 	errs := make([]error, len(rows))
 	for i, p := range rows {
 		errs[i] = <-p.done
