@@ -50,5 +50,7 @@ func TestAuditCommitsWhileRequestsHoldEveryConnection(t *testing.T) {
 	}
 	require.Positive(t, writers())
 	l.Stop()
-	require.Zero(t, writers(), "connections left after Stop")
+	// A closed connection's server process leaves pg_stat_activity as it
+	// exits, a moment after the client hung up.
+	require.Eventually(t, func() bool { return writers() == 0 }, 10*time.Second, 20*time.Millisecond, "connections left after Stop")
 }

@@ -16,11 +16,13 @@ import (
 // clients in both eras (2026-07-28 stateless; 2025-11-25 in one session),
 // against the full endpoint — HTTP, auth with a real agent key, the policy,
 // a durable audit row on real Postgres — and a bare go-sdk server holding
-// the same tools (stateless for 2026-07-28, one session for 2025-11-25), in
-// the same run so that the ratios hold on a loaded machine. Each pair logs
-// full ÷ bare throughput and the p50 difference.
+// the same tools, in the same run so that the ratios hold on a loaded
+// machine. The bare server is stateless for 2026-07-28; for 2025-11-25 it
+// is measured both with one session (bare) and stateless (bare-stateless,
+// a new server session per request, as BenchmarkListCatalog's bare
+// server). Each pair logs full ÷ bare throughput and the p50 difference.
 //
-//	go test ./web/mcp -run '^$' -bench '^BenchmarkCall$' -benchtime 1000x
+//	go test ./web/mcp -run '^$' -bench '^BenchmarkCall$' -benchtime 1000x -v
 func BenchmarkCall(b *testing.B) {
 	full, token, _, reg := fullStack(b)
 	bare, bareSessions := bareServers(b, reg)
@@ -29,28 +31,35 @@ func BenchmarkCall(b *testing.B) {
 	const version = "2025-11-25"
 	fullHdr := map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, full, token, version)}
 	bareHdr := map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, bareSessions, "", version)}
+	type server struct {
+		name, url, token string
+		hdr              map[string]string
+	}
 	for _, workers := range []int{1, 8, 16} {
 		for _, era := range []struct {
-			name               string
-			body               string
-			bareURL            string
-			bareHdr, fullHdr   map[string]string
-			bareToken, fullTok string
+			name  string
+			body  string
+			bares []server
+			full  server
 		}{
-			{"modern", modern, bare, modernHeaders("tools/call", "bench_echo"), modernHeaders("tools/call", "bench_echo"), "", token},
-			{"legacy", legacy, bareSessions, bareHdr, fullHdr, "", token},
+			{"modern", modern, []server{{"bare", bare, "", modernHeaders("tools/call", "bench_echo")}},
+				server{"full", full, token, modernHeaders("tools/call", "bench_echo")}},
+			{"legacy", legacy, []server{{"bare", bareSessions, "", bareHdr}, {"bare-stateless", bare, "", map[string]string{"Mcp-Protocol-Version": version}}},
+				server{"full", full, token, fullHdr}},
 		} {
-			var st [2]loadStats
-			b.Run(fmt.Sprintf("%s/c%d/bare", era.name, workers), func(b *testing.B) {
-				st[0] = loadWith(b, workers, era.bareURL, era.bareToken, era.bareHdr, era.body)
-			})
-			b.Run(fmt.Sprintf("%s/c%d/full", era.name, workers), func(b *testing.B) {
-				st[1] = loadWith(b, workers, full, era.fullTok, era.fullHdr, era.body)
-			})
-			if st[0].rps > 0 && st[1].rps > 0 {
-				b.Logf("%s c%d: full ÷ bare throughput %.2f×; p50 full − bare %+.2f ms (bare %.2f ms, full %.2f ms)",
-					era.name, workers, st[1].rps/st[0].rps, float64(st[1].p50-st[0].p50)/1e6,
-					float64(st[0].p50)/1e6, float64(st[1].p50)/1e6)
+			st := map[string]loadStats{}
+			for _, s := range append(era.bares, era.full) {
+				b.Run(fmt.Sprintf("%s/c%d/%s", era.name, workers, s.name), func(b *testing.B) {
+					st[s.name] = loadWith(b, workers, s.url, s.token, s.hdr, era.body)
+				})
+			}
+			f := st["full"]
+			for _, s := range era.bares {
+				if bs := st[s.name]; bs.rps > 0 && f.rps > 0 {
+					b.Logf("%s c%d: full ÷ %s throughput %.2f×; p50 full − %s %+.2f ms (%s %.2f ms, full %.2f ms)",
+						era.name, workers, s.name, f.rps/bs.rps, s.name, float64(f.p50-bs.p50)/1e6, s.name,
+						float64(bs.p50)/1e6, float64(f.p50)/1e6)
+				}
 			}
 		}
 	}
