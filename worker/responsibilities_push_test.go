@@ -151,6 +151,7 @@ func TestAQuestionIsPushedSignedAndQuoted(t *testing.T) {
 	require.False(t, body.Question.Flagged)
 	require.Equal(t, []string{"“yes”", "“no”"}, body.Question.Options)
 	require.Equal(t, "https://visor.example/api/v1/tenants/acme/questions/"+q.ID.String()+"/answer", body.AnswerURL)
+	require.Equal(t, "https://visor.example/t/acme/dashboard/responsibilities/"+r.ID.String(), body.DashboardURL)
 	require.NotContains(t, string(got.body), text[:250], "never the full text")
 	require.NotContains(t, string(got.body), strings.TrimPrefix(r.NotifySecret, rounds.SecretPrefix), "never the secret")
 	require.Eventually(t, func() bool { return e.notices(t, r)[0].State == responsibilities.NoticeSent }, 10*time.Second, 20*time.Millisecond)

@@ -42,7 +42,8 @@ type PushBody struct {
 	Responsibility PushDuty     `json:"responsibility"`
 	Question       PushQuestion `json:"question"`
 	// AnswerURL is the admin API route that answers the question;
-	// DashboardURL the page that lists open questions.
+	// DashboardURL the responsibility's page, with its open questions and
+	// their answer forms.
 	AnswerURL    string `json:"answer_url"`
 	DashboardURL string `json:"dashboard_url"`
 }
@@ -80,7 +81,7 @@ func (s *Service) pushBody(t NoticeTarget) PushBody {
 		Responsibility: PushDuty{ID: r.ID, Name: r.Name, AgentID: r.AgentID},
 		Question:       PushQuestion{ID: q.ID, Flagged: len(shown.Flags) > 0, Flags: shown.Flags, Warning: shown.Warning, ExpiresAt: q.DueAt},
 		AnswerURL:      s.notifier.BaseURL + "/api/v1/tenants/" + url.PathEscape(t.TenantSlug) + "/questions/" + q.ID.String() + "/answer",
-		DashboardURL:   s.notifier.BaseURL + "/t/" + url.PathEscape(t.TenantSlug) + "/dashboard/responsibilities"}
+		DashboardURL:   s.notifier.BaseURL + "/t/" + url.PathEscape(t.TenantSlug) + "/dashboard/responsibilities/" + r.ID.String()}
 	if t.Notice.Content == ContentNotice {
 		b.Question.Notice = flaggedNotice
 	} else {
