@@ -137,3 +137,85 @@ func BenchmarkFollowupCall(b *testing.B) {
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkSpreadTicks: schedules spread over the hour, the realistic
+// case. VISOR_BENCH_DUTIES (10,000 if unset) hourly responsibilities at
+// distinct minutes and seconds arrive at one tick every 3600/n seconds;
+// the benchmark plays VISOR_BENCH_SPREAD_SECS (180 if unset) of that hour
+// — the same arrival rate, n × secs / 3600 ticks — on one worker and
+// reports each run's lateness after its own tick at p50, p99 and max.
+// Run with -benchtime=1x.
+func BenchmarkSpreadTicks(b *testing.B) {
+	n, secs := 10000, 180
+	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_DUTIES")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_SPREAD_SECS")); err == nil && v > 0 {
+		secs = v
+	}
+	for range b.N {
+		benchSpread(b, n, secs)
+	}
+}
+
+func benchSpread(b *testing.B, perHour, secs int) {
+	b.Helper()
+	e := newDutyEnv(b)
+	n := max(perHour*secs/3600, 1)
+	_, err := e.db.Pool.Exec(e.ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, schedule, period_secs, run_limit,
+			followup_limit, spend_cap_cents, min_wake_interval_secs, created_by)
+		SELECT $1, gen_random_uuid(), $2, 'duty ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:bench'
+		FROM generate_series(1, $3) i`, e.tenant.ID, e.agent.ID, n)
+	require.NoError(b, err)
+	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM responsibilities WHERE tenant_id = $1`, e.tenant.ID)
+	require.NoError(b, err)
+	var ids []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		require.NoError(b, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(b, rows.Err())
+
+	ins := e.runner(b).Client()
+	start := time.Now().Add(20 * time.Second).UTC()
+	every := time.Hour / time.Duration(perHour)
+	at := map[uuid.UUID]time.Time{}
+	var params []river.InsertManyParams
+	for i, id := range ids {
+		due := start.Add(time.Duration(i) * every)
+		at[id] = due
+		params = append(params, river.InsertManyParams{Args: worker.DutyTickArgs{TenantID: e.tenant.ID, ResponsibilityID: id, Epoch: 1, At: due},
+			InsertOpts: &river.InsertOpts{Queue: worker.DutyQueue, ScheduledAt: due, UniqueOpts: river.UniqueOpts{ByArgs: true}}})
+	}
+	_, err = ins.InsertMany(e.ctx, params)
+	require.NoError(b, err)
+	require.True(b, time.Now().Before(start), "the ticks were inserted after their time")
+	b.ResetTimer()
+	count := func() int {
+		var c int
+		require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1`, e.tenant.ID).Scan(&c))
+		return c
+	}
+	for count() < n {
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.StopTimer()
+	runs, err := e.db.Pool.Query(e.ctx, `SELECT responsibility_id, opened_at FROM responsibility_runs WHERE tenant_id = $1`, e.tenant.ID)
+	require.NoError(b, err)
+	var late []time.Duration
+	for runs.Next() {
+		var id uuid.UUID
+		var opened time.Time
+		require.NoError(b, runs.Scan(&id, &opened))
+		late = append(late, opened.Sub(at[id]))
+	}
+	require.NoError(b, runs.Err())
+	slices.Sort(late)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(float64(perHour), "duties/h")
+	b.ReportMetric(float64(n), "ticks")
+	b.ReportMetric(ms(late[len(late)/2]), "late-p50-ms")
+	b.ReportMetric(ms(late[len(late)*99/100]), "late-p99-ms")
+	b.ReportMetric(ms(late[len(late)-1]), "late-max-ms")
+}
