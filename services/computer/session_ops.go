@@ -184,6 +184,11 @@ func (s *Service) liveSession(ctx context.Context, c caller) (Session, error) {
 
 // StopSession stops the caller's session and removes its container.
 func (s *Service) StopSession(ctx context.Context, c caller, id string) (string, error) {
+	return s.stop(ctx, c, id, "stopped by its employee")
+}
+
+// stop ends c's open session id (any, when id is empty) for reason.
+func (s *Service) stop(ctx context.Context, c caller, id, reason string) (string, error) {
 	sess, err := s.sessions.OpenSession(ctx, c.tenant, c.agent)
 	if fault.Is(err, fault.NotFound) {
 		return "", fault.New(fault.NotFound, "you have no live session to stop")
@@ -206,7 +211,7 @@ func (s *Service) StopSession(ctx context.Context, c caller, id string) (string,
 			return "", err
 		}
 	}
-	s.logEnd(context.WithoutCancel(ctx), sess, SessionStopped, "stopped by its employee")
+	s.logEnd(context.WithoutCancel(ctx), sess, SessionStopped, reason)
 	return sess.ID.String(), nil
 }
 

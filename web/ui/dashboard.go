@@ -13,6 +13,7 @@ import (
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/board"
+	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
@@ -70,6 +71,10 @@ type Deps struct {
 	Board *board.Service
 	// SandboxRuns is the log of script runs (execute_program).
 	SandboxRuns sandbox.RunLog
+	// Computer stops sessions and reads their latest masked screenshots;
+	// ComputerSessions lists them. Nil leaves their pages out.
+	Computer         *computer.Service
+	ComputerSessions computer.SessionReader
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -120,6 +125,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.dutyRoutes(g)
 	d.boardRoutes(g)
 	d.sandboxRoutes(g)
+	d.computerRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

@@ -23,6 +23,7 @@ import (
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
@@ -56,6 +57,8 @@ type env struct {
 	duties  *responsibilities.Service
 	board   *board.Service
 	runs    *postgres.SandboxRunStore
+	cu      *postgres.ComputerStore
+	driver  *stopDriver
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -119,6 +122,8 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	e.duties = responsibilities.NewService(duties, agents.NewDelegation(e.store))
 	e.duties.SetQuestions(duties)
 	e.runs = postgres.NewSandboxRunStore(db)
+	e.cu, e.driver = postgres.NewComputerStore(db), &stopDriver{}
+	cu := computer.NewService(e.cu, e.cu, e.driver, nil, log)
 	e.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(e.store),
 		Directory: e.store, Staff: e.ids, Grants: e.grants, Logger: log})
 
@@ -139,7 +144,8 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		as.Register(ec, resolver.LoadTenant())
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
 			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
-			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties, Board: e.board, SandboxRuns: e.runs}
+			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties, Board: e.board, SandboxRuns: e.runs,
+			Computer: cu, ComputerSessions: e.cu}
 		for _, f := range tweak {
 			f(&deps)
 		}

@@ -126,6 +126,7 @@ func menu() []MenuItem {
 		{"nav.duties", "responsibilities", identity.ReadTenant},
 		{"nav.questions", "questions", identity.ReadTenant},
 		{"nav.sandbox", "sandbox", identity.ReadTenant},
+		{"nav.computer", "computer", identity.ReadTenant},
 		{"nav.keys", "keys", identity.ReadTenant},
 		{"nav.members", "members", identity.ReadTenant},
 		{"nav.live", "live", identity.ReadTenant},

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/png"
 	"net/http"
 	"os"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
+	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/sandbox"
@@ -20,12 +24,12 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 )
 
-// TestFamilyPagesInABrowser drives the board, responsibilities, questions
-// and script-run pages in Chromium against a real visor serve: an owner
+// TestFamilyPagesInABrowser drives the board, responsibilities, questions,
+// script-run and computer-use pages in Chromium against a real visor serve: an owner
 // answers an employee's question in its responsibility's page (the
 // question settles and the next run opens with the answer) and reads a
-// task with its sub-task; axe-core checks every page in English and
-// Japanese.
+// task with its sub-task and a live session's latest masked screenshot;
+// axe-core checks every page in English and Japanese.
 func TestFamilyPagesInABrowser(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(chromiumPath); err != nil {
@@ -63,6 +67,13 @@ func TestFamilyPagesInABrowser(t *testing.T) {
 	require.NoError(t, runs.StartRun(ctx, run))
 	run.State, run.ExitCode, run.RunMS, run.WaitedMS, run.Worker, run.EndedAt = sandbox.RunFinished, 0, 812, 15, "w1", &now
 	require.NoError(t, runs.EndRun(ctx, run))
+	cu := postgres.NewComputerStore(w.db)
+	sess := computer.Session{TenantID: w.acme.ID, ID: uuid.New(), AgentID: w.ada.ID, Width: 800, Height: 600, MaxActions: 50, StartedAt: now}
+	require.NoError(t, cu.CreateSession(ctx, &sess))
+	require.NoError(t, cu.MarkLive(ctx, w.acme.ID, sess.ID, "worker-1"))
+	var pic bytes.Buffer
+	require.NoError(t, png.Encode(&pic, image.NewGray(image.Rect(0, 0, 80, 60))))
+	require.NoError(t, cu.SaveScreenshot(ctx, w.acme.ID, sess.ID, computer.Screenshot{PNG: pic.Bytes(), Width: 800, Height: 600, Masked: 1, TakenAt: now}))
 
 	browser := chromium(t)
 	tab, closeTab := chromedp.NewContext(browser)
@@ -81,7 +92,7 @@ func TestFamilyPagesInABrowser(t *testing.T) {
 	waitFor(t, tab, `location.pathname.endsWith("/dashboard/overview") && !!document.querySelector("header .who")`, "the overview after sign-in")
 
 	pages := []string{"responsibilities", "responsibilities/" + duty.ID.String(), "questions", "board", "board?kind=goal",
-		"board/" + task.ID.String(), "sandbox"}
+		"board/" + task.ID.String(), "sandbox", "computer", "computer/" + sess.ID.String()}
 	for _, p := range pages {
 		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+p), chromedp.WaitVisible(chromedp.CSS(`h1`))))
 		checkAccessible(t, tab, p+" (en)")
@@ -91,6 +102,11 @@ func TestFamilyPagesInABrowser(t *testing.T) {
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/sandbox"), chromedp.WaitVisible(chromedp.CSS(`#runs`))))
 	require.Contains(t, textOf(t, tab, "#runs"), "python:3.12-slim")
 	shoot(t, tab, "sandbox.en")
+	// The session's latest masked screenshot loads under the page's
+	// Content-Security-Policy.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/computer/"+sess.ID.String()), chromedp.WaitVisible(chromedp.CSS(`img.shot`))))
+	waitFor(t, tab, `document.querySelector("img.shot").complete && document.querySelector("img.shot").naturalWidth === 80`, "the screenshot")
+	shoot(t, tab, "computer-session.en")
 
 	// Answer the question on the responsibility's page.
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/responsibilities/"+duty.ID.String()), chromedp.WaitVisible(chromedp.CSS(`h1`))))
