@@ -169,6 +169,14 @@ func (d *Dashboard) duty(c echo.Context, v *View) error {
 	return d.f.Render(c, http.StatusOK, "duty", v)
 }
 
+// Task returns the id of run's task on the board, "" when it has none.
+func (dutyData) Task(run responsibilities.Run) string {
+	if run.TaskID == uuid.Nil {
+		return ""
+	}
+	return run.TaskID.String()
+}
+
 // setDutyStatus pauses, resumes or stops a responsibility, as the admin
 // API's update with only a status does: the epoch moves and the pending
 // wake-up is cancelled.

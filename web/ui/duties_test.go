@@ -124,6 +124,11 @@ func TestAnOperatorAnswersAQuestionInThePage(t *testing.T) {
 
 	page = op.get("/t/acme/dashboard/responsibilities/" + r.ID.String() + "?done=question_answered")
 	require.Contains(t, page.body, "next run receives it")
+	require.NotEqual(t, uuid.Nil, runs[0].TaskID)
+	require.Contains(t, page.body, `<a href="/t/acme/dashboard/board/`+runs[0].TaskID.String()+`">On the board</a>`, "each run links to its task")
+	task := op.get("/t/acme/dashboard/board/" + runs[0].TaskID.String())
+	require.Equal(t, http.StatusOK, task.status)
+	require.Contains(t, task.body, `<a href="/t/acme/dashboard/responsibilities/`+r.ID.String()+`">Its responsibility</a>`, "and the task links back")
 	require.NotContains(t, page.body, answerPath, "an answered question is no longer open")
 	res = op.submit("/t/acme/dashboard/questions", answerPath, url.Values{"option": {"1"}})
 	require.Equal(t, http.StatusConflict, res.status, "a second answer is refused")
