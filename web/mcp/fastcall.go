@@ -112,10 +112,7 @@ func (h *Handler) answerCall(w http.ResponseWriter, ctx context.Context, p ident
 		_ = encodeJSON(buf, wireError{Code: rerr.Code, Message: rerr.Message})
 	} else {
 		buf.WriteString(`,"result":`)
-		if modern {
-			res.Meta = sdk.Meta{metaServerInfo: h.impl}
-		}
-		if err := encodeJSON(buf, res); err != nil {
+		if err := h.encodeResult(buf, res, modern); err != nil {
 			// Every result is built here from strings and values the
 			// registry's tools return; one that cannot be encoded is a bug.
 			h.log.ErrorContext(ctx, "tool result cannot be encoded", "tool", req.name, "err", err)
@@ -130,6 +127,53 @@ func (h *Handler) answerCall(w http.ResponseWriter, ctx context.Context, p ident
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
 	h.callsServed.Add(1)
+}
+
+// encodeResult appends res as the SDK encodes it, stamped in the
+// 2026-07-28 era with the server's identity in _meta. The common result —
+// one text, perhaps an error, nothing else — is written directly, its
+// strings escaped as the result's own MarshalJSON escapes them
+// (encoding/json with HTML escaping); any other goes through encodeJSON.
+func (h *Handler) encodeResult(buf *bytes.Buffer, res *sdk.CallToolResult, modern bool) error {
+	text, ok := plainText(res)
+	if !ok || (modern && h.stamp == nil) {
+		if modern {
+			res.Meta = sdk.Meta{metaServerInfo: h.impl}
+		}
+		return encodeJSON(buf, res)
+	}
+	quoted, err := json.Marshal(text)
+	if err != nil {
+		return err
+	}
+	buf.WriteByte('{')
+	if modern {
+		buf.WriteString(`"_meta":`)
+		buf.Write(h.stamp)
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"content":[{"type":"text","text":`)
+	buf.Write(quoted)
+	buf.WriteString(`}]`)
+	if res.IsError {
+		buf.WriteString(`,"isError":true`)
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// plainText returns the text of a result that holds one text content and
+// nothing else (no _meta, annotations, structured content or input
+// requests).
+func plainText(res *sdk.CallToolResult) (string, bool) {
+	if len(res.Content) != 1 || res.Meta != nil || res.StructuredContent != nil || res.InputRequests != nil || res.RequestState != "" {
+		return "", false
+	}
+	t, ok := res.Content[0].(*sdk.TextContent)
+	if !ok || t.Meta != nil || t.Annotations != nil {
+		return "", false
+	}
+	return t.Text, true
 }
 
 // errorStatus is the HTTP status the SDK answers a JSON-RPC error with in

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,10 +9,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/tools"
 )
 
 // callCases are tools/calls of every kind of answer: a result, a tool
@@ -266,5 +269,29 @@ func TestSessionCallCancelledAndDuplicateIDRefusedAsTheSDKDoes(t *testing.T) {
 				require.Equal(t, before, f.ep.callsServed.Load())
 			}
 		})
+	}
+}
+
+// The endpoint writes a one-text result itself; it must be what encoding
+// the result as the SDK does gives, whatever the text holds.
+func TestPlainTextResultEncodedAsTheSDKEncodesIt(t *testing.T) {
+	h := New(tools.NewRegistry(), nil, &audit.Memory{}, nil, Options{Version: "1.2.<3>"})
+	for _, text := range []string{"", "hi", `<a href="x">&amp;</a>`, "line\nbreak\ttab\x00nul\x1f", "\u2028\u2029", "\xff\xfe broken",
+		"quote \" and \\ backslash", "日本語 and 😀", strings.Repeat("long ", 1000)} {
+		for _, isError := range []bool{false, true} {
+			for _, modern := range []bool{false, true} {
+				mk := func() *sdk.CallToolResult {
+					return &sdk.CallToolResult{IsError: isError, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+				}
+				var got, want bytes.Buffer
+				require.NoError(t, h.encodeResult(&got, mk(), modern))
+				res := mk()
+				if modern {
+					res.Meta = sdk.Meta{metaServerInfo: h.impl}
+				}
+				require.NoError(t, encodeJSON(&want, res))
+				require.Equal(t, want.String(), got.String(), "text %q", text)
+			}
+		}
 	}
 }

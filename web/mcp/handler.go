@@ -90,6 +90,9 @@ type Handler struct {
 	// serveSessionCall rather than the SDK; callsOff turns those off.
 	callsServed atomic.Int64
 	callsOff    bool
+	// stamp is the encoded _meta the SDK adds to every 2026-07-28
+	// result: the server's identity.
+	stamp []byte
 
 	closeOnce sync.Once
 	closing   chan struct{} // closed by Close: held streams end
@@ -127,6 +130,8 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 		h.listTools = append(h.listTools, h.wireTool(t))
 	}
 	h.impl = &sdk.Implementation{Name: "visor", Version: opts.Version}
+	// HTML-escaped, as the result's own MarshalJSON escapes everything in it.
+	h.stamp, _ = json.Marshal(sdk.Meta{metaServerInfo: h.impl})
 	h.server = sdk.NewServer(h.impl, &sdk.ServerOptions{
 		// Prompts and resources are declared (empty) because the SDK answers
 		// their list methods anyway; a server must not serve what it does not
