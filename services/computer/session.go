@@ -45,6 +45,9 @@ type SessionStore interface {
 	// OpenSession returns the employee's open session, fault.NotFound when
 	// it has none.
 	OpenSession(ctx context.Context, tenantID, agentID uuid.UUID) (Session, error)
+	// LastSession returns the employee's most recently started session,
+	// open or ended; fault.NotFound when it has none.
+	LastSession(ctx context.Context, tenantID, agentID uuid.UUID) (Session, error)
 	// MarkLive records the worker holding a started session.
 	MarkLive(ctx context.Context, tenantID, id uuid.UUID, worker string) error
 	// CountAction counts one action of a live session and touches it; it

@@ -168,7 +168,7 @@ func (s *Service) Act(ctx context.Context, c caller, a Action) (ActResult, error
 func (s *Service) liveSession(ctx context.Context, c caller) (Session, error) {
 	sess, err := s.sessions.OpenSession(ctx, c.tenant, c.agent)
 	if fault.Is(err, fault.NotFound) {
-		return Session{}, fault.New(fault.NotFound, "you have no live session; call computer_session_start")
+		return Session{}, s.noSession(ctx, c)
 	}
 	if err != nil {
 		return Session{}, err
@@ -248,4 +248,16 @@ func (s *Service) LatestScreenshot(ctx context.Context, tenantID, sessionID uuid
 		return Screenshot{}, fault.New(fault.NotFound, "no screenshot of a live session %s", sessionID)
 	}
 	return shot, err
+}
+
+// noSession is the answer to a call with no open session: "lost" when the
+// employee's last session was lost within the session lifetime (a janitor
+// may have found its worker dead before this call did).
+func (s *Service) noSession(ctx context.Context, c caller) error {
+	last, err := s.sessions.LastSession(ctx, c.tenant, c.agent)
+	if err == nil && last.State == SessionLost && s.now().Sub(last.StartedAt) <= SessionLifetime {
+		return &tools.EventError{Event: EventLost, Err: fault.New(fault.Unavailable,
+			"your session %s was lost (%s). Its workspace is released; call computer_session_start to start a new session", last.ID, last.EndReason)}
+	}
+	return fault.New(fault.NotFound, "you have no live session; call computer_session_start")
 }

@@ -49,6 +49,8 @@ func TestComputerStoreTenantIsolation(t *testing.T) {
 	require.NoError(t, f.store.Release(ctx, b, wsID, sessID))
 	_, err = f.store.OpenSession(ctx, b, f.agentA.ID)
 	notFound(err, "OpenSession")
+	_, err = f.store.LastSession(ctx, b, f.agentA.ID)
+	notFound(err, "LastSession")
 	_, err = f.store.CountAction(ctx, b, sessID)
 	require.True(t, fault.Is(err, fault.Conflict), "CountAction counts nothing")
 	require.NoError(t, f.store.Touch(ctx, b, sessID))

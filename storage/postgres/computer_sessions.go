@@ -44,6 +44,13 @@ func (s *ComputerStore) OpenSession(ctx context.Context, tenantID, agentID uuid.
 	return sess, mapErr(err, "computer-use session")
 }
 
+// LastSession returns the employee's most recently started session.
+func (s *ComputerStore) LastSession(ctx context.Context, tenantID, agentID uuid.UUID) (computer.Session, error) {
+	sess, err := scanSession(s.db.Pool.QueryRow(ctx, `SELECT `+sessCols+` FROM computer_sessions
+		WHERE tenant_id = $1 AND agent_id = $2 ORDER BY started_at DESC, id LIMIT 1`, tenantID, agentID))
+	return sess, mapErr(err, "computer-use session")
+}
+
 // MarkLive records the worker of a starting session, and the workspace the
 // session leased.
 func (s *ComputerStore) MarkLive(ctx context.Context, tenantID, id uuid.UUID, worker string) error {

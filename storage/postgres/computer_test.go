@@ -319,8 +319,24 @@ func TestAWorkerWithNoHeartbeatLosesItsSession(t *testing.T) {
 	require.ErrorAs(t, err, &ev)
 	require.Equal(t, computer.EventLost, ev.Event)
 	_, err = f.call(t, ada, "computer_screenshot", nil)
-	require.True(t, fault.Is(err, fault.NotFound), "after the loss there is no session: %v", err)
-	require.Contains(t, fault.Message(err), "computer_session_start")
+	require.True(t, fault.Is(err, fault.Unavailable), "the next call hears of the loss again: %v", err)
+	require.Contains(t, fault.Message(err), "was lost (the worker holding it, or its container, is gone)")
+	require.Contains(t, fault.Message(err), "call computer_session_start")
+
+	// A session a janitor ended as lost (its worker found dead) before any
+	// call did is reported lost too; a stopped one is just gone.
+	f.plane.down.Store(false)
+	st = f.must(t, ada, "computer_session_start", map[string]any{"width": 800, "height": 600}).Structured.(computer.Started)
+	_, err = f.store.EndSession(context.Background(), f.a.ID, uuid.MustParse(st.SessionID), computer.SessionLost, "the worker holding it stopped answering")
+	require.NoError(t, err)
+	_, err = f.call(t, ada, "computer_key", map[string]any{"key": "Tab"})
+	require.True(t, fault.Is(err, fault.Unavailable))
+	require.Contains(t, fault.Message(err), "your session "+st.SessionID+" was lost (the worker holding it stopped answering)")
+	f.must(t, ada, "computer_session_start", map[string]any{"width": 800, "height": 600})
+	f.must(t, ada, "computer_session_stop", nil)
+	_, err = f.call(t, ada, "computer_key", map[string]any{"key": "Tab"})
+	require.True(t, fault.Is(err, fault.NotFound))
+	require.Contains(t, fault.Message(err), "you have no live session; call computer_session_start")
 }
 
 func TestLatestScreenshotIsTheLastMaskedPictureOfALiveSession(t *testing.T) {

@@ -328,3 +328,53 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	require.False(t, res.IsError)
 	require.Empty(t, sessionContainers(t, "visor.computer.tenant="+w.acme.ID.String()))
 }
+
+// TestARestartedComputerWorkerCleansUpItsEarlierLife: a computer worker is
+// killed mid-session and started again under the same name: at start its
+// janitor removes the container its earlier life left and reports that
+// session lost (its workspace released) before any call comes, and the
+// employee's next call hears that the session was lost.
+func TestARestartedComputerWorkerCleansUpItsEarlierLife(t *testing.T) {
+	image := browsertest.Image(t)
+	w := newWorld(t)
+	ctx := context.Background()
+	redisURL := privateRedis(t).URL()
+	r := startReplica(t, "serve", w.dbURL, redisURL)
+	w.api(t, r, http.MethodPatch, "/tenants/acme", map[string]any{"settings": identity.TenantSettings{ComputerUseWorkspaces: true}}, nil)
+	w.api(t, r, http.MethodPut, "/tenants/acme/agents/"+w.ada.ID.String()+"/settings", map[string]any{"settings": identity.AgentSettings{
+		Capabilities: identity.Capabilities{ComputerUse: true, ComputerUseConfig: identity.ComputerUseConfig{Workspace: true}}}}, nil)
+	id := "e2e-r-" + uuid.NewString()[:8]
+	worker := computerWorker(t, w, redisURL, id, image, "", "")
+	res := callFull(t, r, w.adaKey, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": "new"})
+	require.False(t, res.IsError, "%+v", res)
+	var st struct {
+		SessionID   string `json:"session_id"`
+		WorkspaceID string `json:"workspace_id"`
+	}
+	require.NoError(t, json.Unmarshal(res.Structured, &st))
+	label := "visor.computer.worker=" + id + "-browser"
+	require.Len(t, sessionContainers(t, label), 1)
+
+	worker.kill()
+	require.Len(t, sessionContainers(t, label), 1, "a killed worker cannot clean up")
+	computerWorker(t, w, redisURL, id, image, "", "")
+	require.Empty(t, sessionContainers(t, label), "the restarted worker removed its earlier life's container before it was ready")
+	var state string
+	var leased bool
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT state FROM computer_sessions WHERE id = $1`, st.SessionID).Scan(&state))
+	require.Equal(t, "lost", state, "reported lost before any call")
+	wsID, err := uuid.Parse(strings.TrimPrefix(st.WorkspaceID, "ws-"))
+	require.NoError(t, err)
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT lease_session IS NOT NULL FROM computer_workspaces WHERE id = $1`, wsID).Scan(&leased))
+	require.False(t, leased)
+
+	lost := callFull(t, r, w.adaKey, "computer_screenshot", nil)
+	require.True(t, lost.IsError)
+	require.Contains(t, lost.Content[0].Text, "your session "+st.SessionID+" was lost")
+	require.Contains(t, lost.Content[0].Text, "call computer_session_start to start a new session")
+	res = callFull(t, r, w.adaKey, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": st.WorkspaceID})
+	require.False(t, res.IsError, "a new session with the same workspace: %+v", res)
+	res = callFull(t, r, w.adaKey, "computer_session_stop", nil)
+	require.False(t, res.IsError)
+	require.Empty(t, sessionContainers(t, label))
+}

@@ -153,8 +153,9 @@ type Janitor struct {
 	// containers on this Docker Engine and that worker not alive twice in
 	// a row removes them, and calls Dead.
 	Alive func(ctx context.Context, worker string) (bool, error)
-	// Dead is told of each dead worker whose containers were removed
-	// (to report its sessions lost); optional.
+	// Dead is told of each dead worker whose containers were removed, and
+	// of this worker's own id at Start (an earlier life's sessions are
+	// gone), to report their sessions lost; optional.
 	Dead func(ctx context.Context, worker string)
 
 	reap     sync.Mutex
@@ -174,6 +175,9 @@ func (j *Janitor) Start(ctx context.Context) error {
 	}
 	if _, err := j.M.Sweep(ctx, j.M.cfg.WorkerID, 0); err != nil {
 		j.M.log.Warn("sweep this worker's leftover sessions", "err", err)
+	}
+	if j.Dead != nil {
+		j.Dead(ctx, j.M.cfg.WorkerID) // what an earlier life of this worker held is gone
 	}
 	if j.Period == 0 {
 		j.Period = 30 * time.Second

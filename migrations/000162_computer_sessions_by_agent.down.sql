@@ -1,0 +1,1 @@
+DROP INDEX computer_sessions_by_agent;
