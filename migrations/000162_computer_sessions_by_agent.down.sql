@@ -1,1 +1,2 @@
+DROP INDEX computer_sessions_by_any_worker;
 DROP INDEX computer_sessions_by_agent;

@@ -120,7 +120,7 @@ func (a *app) startComputerWorker(ctx context.Context) error {
 	}
 	store := a.stores.computer
 	p := redisx.NewPlane(a.rdb, "", a.log.With("area", "plane"))
-	j := &browser.Janitor{M: m, Period: c.SweepEvery, Alive: p.WorkerAlive, Dead: func(ctx context.Context, worker string) {
+	j := &browser.Janitor{M: m, Period: c.SweepEvery, Alive: p.WorkerAlive, Known: store.HasWorker, Dead: func(ctx context.Context, worker string) {
 		sessions, err := store.OpenSessionsOn(ctx, worker)
 		if err != nil {
 			log.Warn("find a dead worker's sessions", "worker", worker, "err", err)

@@ -133,3 +133,11 @@ func (s *ComputerStore) LatestScreenshot(ctx context.Context, tenantID, id uuid.
 		Scan(&shot.PNG, &shot.Width, &shot.Height, &shot.Masked, &shot.FullyMasked, &shot.TakenAt)
 	return shot, mapErr(err, "screenshot")
 }
+
+// HasWorker reports whether a worker ever held a session here, in any
+// tenant: a janitor judges only workers of its own deployment.
+func (s *ComputerStore) HasWorker(ctx context.Context, worker string) (bool, error) {
+	var ok bool
+	err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM computer_sessions WHERE worker = $1)`, worker).Scan(&ok)
+	return ok, err
+}

@@ -377,3 +377,22 @@ func TestLatestScreenshotIsTheLastMaskedPictureOfALiveSession(t *testing.T) {
 	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM computer_session_screenshots WHERE session_id = $1`, id).Scan(&rows))
 	require.Zero(t, rows)
 }
+
+// TestHasWorkerKnowsOnlyThisDeploymentsWorkers: a janitor asks whether a
+// worker it finds on the Docker Engine ever held a session here.
+func TestHasWorkerKnowsOnlyThisDeploymentsWorkers(t *testing.T) {
+	t.Parallel()
+	f := computerSetup(t)
+	ctx := context.Background()
+	ok, err := f.store.HasWorker(ctx, "worker-1")
+	require.NoError(t, err)
+	require.False(t, ok)
+	f.must(t, f.as(f.a, f.agentA, true), "computer_session_start", map[string]any{"width": 800, "height": 600})
+	f.must(t, f.as(f.a, f.agentA, true), "computer_session_stop", nil)
+	ok, err = f.store.HasWorker(ctx, "worker-1")
+	require.NoError(t, err)
+	require.True(t, ok, "an ended session still names its worker")
+	ok, err = f.store.HasWorker(ctx, "test-elsewhere")
+	require.NoError(t, err)
+	require.False(t, ok)
+}

@@ -400,8 +400,10 @@ func TestAJanitorReapsTheSessionsOfAWorkerThatStoppedAnswering(t *testing.T) {
 	alive := true
 	var dead []string
 	j := &Janitor{M: mine, Alive: func(_ context.Context, w string) (bool, error) {
-		require.NotEqual(t, mine.cfg.WorkerID, w, "only other workers' containers are judged")
-		return alive || w != other.cfg.WorkerID, nil // other tests' workers on this engine are alive
+		require.Equal(t, other.cfg.WorkerID, w, "only known other workers are judged")
+		return alive, nil
+	}, Known: func(_ context.Context, w string) (bool, error) {
+		return w == other.cfg.WorkerID, nil // other tests' workers on this engine belong to no deployment here
 	}, Dead: func(_ context.Context, w string) { dead = append(dead, w) }}
 	j.ReapDead(ctx)
 	j.ReapDead(ctx)

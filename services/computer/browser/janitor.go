@@ -153,6 +153,10 @@ type Janitor struct {
 	// containers on this Docker Engine and that worker not alive twice in
 	// a row removes them, and calls Dead.
 	Alive func(ctx context.Context, worker string) (bool, error)
+	// Known reports whether a worker ever held a session of this
+	// deployment; a worker it does not know (another deployment, or a test,
+	// on the same Docker Engine) is never judged. Required with Alive.
+	Known func(ctx context.Context, worker string) (bool, error)
 	// Dead is told of each dead worker whose containers were removed, and
 	// of this worker's own id at Start (an earlier life's sessions are
 	// gone), to report their sessions lost; optional.
@@ -246,7 +250,7 @@ func (m *Manager) Workers(ctx context.Context) ([]string, error) {
 func (j *Janitor) ReapDead(ctx context.Context) { j.reapDead(ctx) }
 
 func (j *Janitor) reapDead(ctx context.Context) {
-	if j.Alive == nil {
+	if j.Alive == nil || j.Known == nil {
 		return
 	}
 	j.reap.Lock()
@@ -258,6 +262,9 @@ func (j *Janitor) reapDead(ctx context.Context) {
 	}
 	suspects := map[string]bool{}
 	for _, w := range workers {
+		if known, err := j.Known(ctx, w); err != nil || !known {
+			continue
+		}
 		alive, err := j.Alive(ctx, w)
 		if err != nil || alive {
 			continue // an unreachable plane is not a dead worker
