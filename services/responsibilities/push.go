@@ -121,7 +121,8 @@ func (s *Service) DeliverNotice(ctx context.Context, tenantID, id uuid.UUID, fin
 	if pushErr == nil {
 		return s.settleNotice(ctx, t, NoticeUpdate{State: NoticeSent, Reason: "", Attempted: true}, now)
 	}
-	u := NoticeUpdate{State: t.Notice.State, Reason: t.Notice.Reason, SendAt: t.Notice.SendAt, Attempted: true, Error: pushErr.Error()}
+	// Past its quiet hours, a push that failed is queued for its retry.
+	u := NoticeUpdate{State: NoticeQueued, SendAt: now, Attempted: true, Error: pushErr.Error()}
 	if final || errors.Is(pushErr, ErrPushPermanent) {
 		u.State = NoticeFailed
 	}
