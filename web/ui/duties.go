@@ -117,6 +117,8 @@ type dutyData struct {
 	// Statuses are the status changes the page offers, from the current
 	// status: a stopped responsibility stays stopped.
 	Statuses []responsibilities.Status
+	// Names maps agent ids to names, for who asked.
+	Names map[uuid.UUID]string
 	// MaxAnswer bounds the answer forms' text.
 	MaxAnswer int
 	// From tells the answer forms' route where to come back to.
@@ -147,9 +149,10 @@ func (d *Dashboard) duty(c echo.Context, v *View) error {
 	if data.Sum, err = d.d.Duties.Summarize(ctx, r); err != nil {
 		return err
 	}
-	if a, err := d.d.Identity.Store().Agent(ctx, v.Tenant.ID, r.AgentID); err == nil {
-		data.Agent = a.Name
+	if data.Names, err = d.agentNames(ctx, v.Tenant.ID); err != nil {
+		return err
 	}
+	data.Agent = data.Names[r.AgentID]
 	if data.Runs, err = d.d.Duties.Store().Runs(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
 		return err
 	}
@@ -198,6 +201,7 @@ func (d *Dashboard) setDutyStatus(c echo.Context, v *View) error {
 type questionsData struct {
 	Questions []responsibilities.OpenQuestion
 	Duties    map[uuid.UUID]string // responsibility names by id
+	Names     map[uuid.UUID]string // agent names by id, for who asked
 	Next      string
 	Paged     bool
 	MaxAnswer int
@@ -229,6 +233,9 @@ func (d *Dashboard) questions(c echo.Context, v *View) error {
 		data.Next = api.EncodeCursor(responsibilities.QuestionPosition{At: last.AskedAt, ID: last.ID})
 	}
 	data.Questions = qs
+	if data.Names, err = d.agentNames(ctx, v.Tenant.ID); err != nil {
+		return err
+	}
 	for _, q := range qs {
 		if _, seen := data.Duties[q.ResponsibilityID]; seen {
 			continue
@@ -271,6 +278,21 @@ func (d *Dashboard) answerQuestion(c echo.Context, v *View) error {
 		to = "responsibilities/" + w.ResponsibilityID.String()
 	}
 	return back(c, v, to, "question_answered")
+}
+
+// Asker names who asked q: the AI employee's name, else the principal.
+func (d dutyData) Asker(q responsibilities.OpenQuestion) string { return asker(d.Names, q) }
+
+// Asker names who asked q: the AI employee's name, else the principal.
+func (d questionsData) Asker(q responsibilities.OpenQuestion) string { return asker(d.Names, q) }
+
+func asker(names map[uuid.UUID]string, q responsibilities.OpenQuestion) string {
+	if id, ok := strings.CutPrefix(q.AskedBy, "agent:"); ok {
+		if u, err := uuid.Parse(id); err == nil && names[u] != "" {
+			return names[u]
+		}
+	}
+	return q.AskedBy
 }
 
 // Item pairs the page's view with one item of a list, for a block

@@ -69,6 +69,7 @@ func TestAnOperatorAnswersAQuestionInThePage(t *testing.T) {
 		require.NotContains(t, got.body, "SECRET-TAIL", "only the first 200 characters are shown")
 		require.Contains(t, got.body, "prompt-injection scan")
 		require.Contains(t, got.body, "instruction_override")
+		require.Contains(t, got.body, "Asked by ada at ", "the asker is named")
 		require.NotContains(t, got.body, `action="`+answerPath+`"`, "a viewer is offered no answer form")
 	}
 	ja := viewer.get("/t/acme/dashboard/questions", "Accept-Language", "ja")
