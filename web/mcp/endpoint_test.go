@@ -116,7 +116,7 @@ func echoTool(ctx context.Context, c tools.Call) (*tools.Result, error) {
 	return &tools.Result{Text: "echo: " + s}, nil
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	tenant := identity.Tenant{ID: uuid.New(), Slug: "acme", Name: "Acme"}
 	agent := identity.Agent{ID: uuid.New(), TenantID: tenant.ID, Name: "ann", Status: identity.AgentActive}

@@ -2,8 +2,11 @@ package mcp
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/tools"
 )
 
@@ -294,4 +298,73 @@ func TestPlainTextResultEncodedAsTheSDKEncodesIt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzCallAnsweredAsTheSDK sends the same tools/call to an endpoint that
+// answers plain calls itself and to one that sends every call through the
+// SDK (Options.CallsThroughSDK): whenever the first answers, its answer
+// (status, content type, bytes) must be the second's.
+func FuzzCallAnsweredAsTheSDK(f *testing.F) {
+	for _, s := range [][2]string{{"agent_status", `{"text":"hi"}`}, {"agent_status", `{"text":"<&>\u2028é"}`}, {"plain_write", `{}`},
+		{"agent_status", `[1]`}, {"nope", `{}`}, {"agent_status", `{"text":"fail"}`}, {"agent_status", `{"text":"refuse"}`},
+		{"github_issue", `{}`}, {"agent_status", `null`}, {"agent_status", `{"text":5}`}, {"old_status", `{"text":"x"}`}} {
+		f.Add(s[0], []byte(s[1]), "1", false)
+		f.Add(s[0], []byte(s[1]), `"a-1"`, true)
+	}
+	fx := newFixture(f)
+	fast := fx.ep
+	slow := New(fast.reg, fast.subjects, fast.audit, fx.hub, Options{PageSize: 3, MaxBodyBytes: 64 << 10, CallsThroughSDK: true})
+	p := fx.tokens["emp"]
+	post := func(ep *Handler, body []byte, hdr map[string]string) *httptest.ResponseRecorder {
+		ctx, cancel := context.WithTimeout(identity.WithPrincipal(context.Background(), p), 2*time.Second)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/t/acme/mcp", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer emp") // what the SDK's token bridge needs; the principal is p
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		ep.ServeTenant(rec, req, "acme")
+		return rec
+	}
+	open := func(ep *Handler) map[string]string {
+		init := post(ep, []byte(fmt.Sprintf(initBody, "2025-11-25")), nil)
+		hdr := map[string]string{"Mcp-Session-Id": init.Header().Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-11-25"}
+		if hdr["Mcp-Session-Id"] == "" {
+			f.Fatalf("no legacy session: %d %s", init.Code, init.Body)
+		}
+		post(ep, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), hdr)
+		return hdr
+	}
+	fastSession, slowSession := open(fast), open(slow)
+	f.Fuzz(func(t *testing.T, name string, args []byte, id string, legacy bool) {
+		if bytes.Contains(args, []byte("block")) || !json.Valid([]byte(id)) {
+			return
+		}
+		n, _ := json.Marshal(name)
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":` + string(n) + `,"arguments":` + string(args)
+		fh, sh := fastSession, slowSession
+		if legacy {
+			body += `}}`
+		} else {
+			body += `,` + modernMeta + `}}`
+			fh = map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+			sh = fh
+		}
+		before := fast.callsServed.Load()
+		got := post(fast, []byte(body), fh)
+		if fast.callsServed.Load() == before {
+			if name == "agent_status" && string(args) == `{"text":"hi"}` {
+				t.Fatal("a plain call was not answered by the endpoint")
+			}
+			return // the SDK answered both
+		}
+		want := post(slow, []byte(body), sh)
+		if got.Code != want.Code || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") || got.Body.String() != want.Body.String() {
+			t.Fatalf("for %s\nendpoint: %d %s %q\nSDK:      %d %s %q", body, got.Code, got.Header().Get("Content-Type"), got.Body,
+				want.Code, want.Header().Get("Content-Type"), want.Body)
+		}
+	})
 }
