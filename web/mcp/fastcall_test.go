@@ -249,13 +249,19 @@ func TestSessionCallCancelledAndDuplicateIDRefusedAsTheSDKDoes(t *testing.T) {
 		t.Run(via.name, func(t *testing.T) {
 			hdr := map[string]string{"Mcp-Session-Id": f.session(t, "emp", "2025-11-25"), "Mcp-Protocol-Version": "2025-11-25"}
 			before := f.ep.callsServed.Load()
-			done := make(chan reply, 1)
-			go func() { done <- f.rpc(t, "emp", hdr, callMsg(`"b1"`, "agent_status", `{"text":"block"}`, via.extra)) }()
+			// Two calls with one id, each blocking until cancelled: whichever
+			// arrives second is refused at once.
+			done := make(chan reply, 2)
+			for range 2 {
+				go func() { done <- f.rpc(t, "emp", hdr, callMsg(`"b1"`, "agent_status", `{"text":"block"}`, via.extra)) }()
+			}
 			var dup reply
-			require.Eventually(t, func() bool {
-				dup = f.rpc(t, "emp", hdr, callMsg(`"b1"`, "agent_status", `{"text":"hi"}`, via.extra))
-				return dup.status == http.StatusBadRequest
-			}, 5*time.Second, 20*time.Millisecond, "the first call is in flight")
+			select {
+			case dup = <-done:
+			case <-time.After(8 * time.Second):
+				t.Fatal("neither call was refused")
+			}
+			require.Equal(t, http.StatusBadRequest, dup.status, dup.body)
 			require.Equal(t, `{"jsonrpc":"2.0","id":"b1","error":{"code":-32600,"message":"duplicate in-flight request ID b1"}}`, strings.TrimSpace(dup.body))
 			require.Equal(t, "application/json", dup.header.Get("Content-Type"))
 			start := time.Now()
