@@ -78,6 +78,7 @@ func BenchmarkLiveSessions(b *testing.B) {
 	}
 	l := newLab(b)
 	m := l.manager(b)
+	m.cfg.MaxSessions = n
 	ctx := context.Background()
 	refs := make([]computer.Ref, n)
 	for i := range refs {
