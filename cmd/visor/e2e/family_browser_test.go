@@ -93,10 +93,18 @@ func TestFamilyPagesInABrowser(t *testing.T) {
 
 	pages := []string{"responsibilities", "responsibilities/" + duty.ID.String(), "questions", "board", "board?kind=goal",
 		"board/" + task.ID.String(), "sandbox", "computer", "computer/" + sess.ID.String()}
+	// shots names each page's screenshot (<name>.<lang>.png); the pages
+	// shot below with their data in place are shot there in English.
+	shots := map[string]string{pages[0]: "responsibilities", pages[2]: "questions", pages[3]: "board", pages[4]: "goals", pages[5]: "task",
+		pages[6]: "sandbox", pages[7]: "computer"}
 	for _, p := range pages {
 		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+p), chromedp.WaitVisible(chromedp.CSS(`h1`))))
 		checkAccessible(t, tab, p+" (en)")
+		if name, ok := shots[p]; ok && name != "sandbox" {
+			shoot(t, tab, name+".en")
+		}
 	}
+	shots[pages[1]], shots[pages[8]] = "responsibility", "computer-session"
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/board/"+task.ID.String()), chromedp.WaitVisible(chromedp.CSS(`h1`))))
 	require.Contains(t, textOf(t, tab, "main"), "Part of: Close the quarter")
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/sandbox"), chromedp.WaitVisible(chromedp.CSS(`#runs`))))
@@ -138,6 +146,9 @@ func TestFamilyPagesInABrowser(t *testing.T) {
 	for _, p := range pages {
 		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+p), chromedp.WaitVisible(chromedp.CSS(`html[lang=ja] h1`))))
 		checkAccessible(t, tab, p+" (ja)")
+		if p == pages[8] {
+			waitFor(t, tab, `document.querySelector("img.shot").complete && document.querySelector("img.shot").naturalWidth === 80`, "the screenshot (ja)")
+		}
+		shoot(t, tab, shots[p]+".ja")
 	}
-	shoot(t, tab, "sandbox.ja")
 }
