@@ -44,8 +44,8 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, p identity.P
 // caller owns, with the session's own protocol version in its header and
 // no _meta. As in the SDK's session, a call is not cancelled by its HTTP
 // request ending, but by the client's notifications/cancelled naming its
-// id (see cancelCall); an id already in flight here is refused as the SDK
-// refuses it.
+// id (see cancelCall) or by the session's end; an id already in flight
+// here is refused as the SDK refuses it.
 func (h *Handler) serveSessionCall(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek, body []byte, b binding) bool {
 	if pk.Method != "tools/call" || h.callsOff {
 		return false
@@ -320,6 +320,15 @@ func (f *inflight) cancel(id string) {
 	c := f.m[id]
 	f.mu.Unlock()
 	if c != nil {
+		c()
+	}
+}
+
+// cancelAll cancels every call in flight: the session ended.
+func (f *inflight) cancelAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.m {
 		c()
 	}
 }

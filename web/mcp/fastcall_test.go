@@ -306,6 +306,37 @@ func TestPlainTextResultEncodedAsTheSDKEncodesIt(t *testing.T) {
 	}
 }
 
+// A session's call the endpoint answers ends when its session does, as the
+// SDK's calls do.
+func TestSessionCallCancelledWhenTheSessionEnds(t *testing.T) {
+	f := newFixture(t)
+	id := f.session(t, "emp", "2025-11-25")
+	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"}
+	before := f.ep.callsServed.Load()
+	done := make(chan reply, 1)
+	go func() { done <- f.rpc(t, "emp", hdr, callMsg("1", "agent_status", `{"text":"block"}`, "")) }()
+	require.Eventually(t, func() bool {
+		b, _ := f.ep.sessions.get(id)
+		b.calls.mu.Lock()
+		defer b.calls.mu.Unlock()
+		return len(b.calls.m) == 1
+	}, 5*time.Second, 10*time.Millisecond, "the call is in flight")
+	req, _ := http.NewRequest(http.MethodDelete, f.url, nil)
+	req.Header.Set("Authorization", "Bearer emp")
+	req.Header.Set("Mcp-Session-Id", id)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	start := time.Now()
+	select {
+	case <-done:
+		require.Less(t, time.Since(start), 5*time.Second, "cancelled, not timed out")
+	case <-time.After(8 * time.Second):
+		t.Fatal("the call outlived its session")
+	}
+	require.Equal(t, before+1, f.ep.callsServed.Load(), "answered by the endpoint")
+}
+
 // FuzzCallAnsweredAsTheSDK sends the same tools/call to an endpoint that
 // answers plain calls itself and to one that sends every call through the
 // SDK (Options.CallsThroughSDK): whenever the first answers, its answer

@@ -35,12 +35,14 @@ func (s *sessions) bind(id, owner string, ss *sdk.ServerSession, timeout time.Du
 	if timeout > 0 {
 		idle.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
 	}
+	calls := &inflight{}
 	s.mu.Lock()
-	s.m[id] = binding{owner: owner, session: ss, idle: idle, calls: &inflight{}}
+	s.m[id] = binding{owner: owner, session: ss, idle: idle, calls: calls}
 	s.mu.Unlock()
 	go func() { // forget the binding when the session ends, however it ends
 		_ = ss.Wait()
 		idle.stop()
+		calls.cancelAll() // as the SDK cancels its own calls of the session
 		s.mu.Lock()
 		delete(s.m, id)
 		s.mu.Unlock()
