@@ -31,6 +31,7 @@ import (
 
 	"github.com/visorhq/visor/services/computer/browser/browsertest"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/redisx"
 )
 
 const loginPage = `<!doctype html><title>Sign in</title><style>body{margin:0;background:#2a6}input{position:absolute;width:300px;height:40px;font-size:20px}</style>
@@ -235,7 +236,8 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	image := browsertest.Image(t)
 	w := newWorld(t)
 	ctx := context.Background()
-	redisURL := privateRedis(t).URL()
+	rs := privateRedis(t)
+	redisURL := rs.URL()
 	r := startReplica(t, "serve", w.dbURL, redisURL)
 	w.api(t, r, http.MethodPatch, "/tenants/acme", map[string]any{"settings": identity.TenantSettings{ComputerUseWorkspaces: true}}, nil)
 	for _, a := range []identity.Agent{w.ada, w.bob} {
@@ -261,6 +263,13 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	// Worker B joins; while A is paused (for less than its heartbeat's
 	// lifetime) only B can take bob's start.
 	workerB := computerWorker(t, w, redisURL, idB, image, "", "")
+	// B answers its health check before it joins the plane; until its
+	// heartbeat is up, a start would wait in the pool for A to resume.
+	rc := rs.Client()
+	require.Eventually(t, func() bool {
+		n, err := rc.Exists(ctx, redisx.DefaultPlanePrefix+"worker:"+idB+"-browser:alive").Result()
+		return err == nil && n == 1
+	}, 60*time.Second, 50*time.Millisecond, "worker B joins the plane")
 	require.NoError(t, syscall.Kill(workerA.cmd.Process.Pid, syscall.SIGSTOP))
 	type started struct{ session, workspace string }
 	bobc := make(chan started, 1)
