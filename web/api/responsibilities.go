@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/fault"
@@ -287,63 +289,62 @@ func (r Responsibilities) owned(c echo.Context) (responsibilities.Responsibility
 }
 
 func (r Responsibilities) runs(c echo.Context) error {
-	one, err := r.owned(c)
-	if err != nil {
-		return err
-	}
-	page, after, err := runPage(c)
-	if err != nil {
-		return err
-	}
-	rs, err := r.svc.Store().Runs(c.Request().Context(), one.TenantID, one.ID, after, page.Limit+1)
-	if err != nil {
-		return err
-	}
 	var out RunList
-	out.Runs, out.NextCursor = cutPage(rs, page.Limit, func(r responsibilities.Run) responsibilities.RunPosition {
-		return responsibilities.RunPosition{At: r.OpenedAt, ID: r.ID}
+	var err error
+	out.Runs, out.NextCursor, err = historyPage(c, r, r.svc.Store().Runs, func(x responsibilities.Run) responsibilities.RunPosition {
+		return responsibilities.RunPosition{At: x.OpenedAt, ID: x.ID}
 	})
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, out)
 }
 
 func (r Responsibilities) skips(c echo.Context) error {
-	one, err := r.owned(c)
-	if err != nil {
-		return err
-	}
-	page, after, err := runPage(c)
-	if err != nil {
-		return err
-	}
-	ks, err := r.svc.Store().Skips(c.Request().Context(), one.TenantID, one.ID, after, page.Limit+1)
-	if err != nil {
-		return err
-	}
 	var out SkipList
-	out.Skips, out.NextCursor = cutPage(ks, page.Limit, func(k responsibilities.Skip) responsibilities.RunPosition {
+	var err error
+	out.Skips, out.NextCursor, err = historyPage(c, r, r.svc.Store().Skips, func(k responsibilities.Skip) responsibilities.RunPosition {
 		return responsibilities.RunPosition{At: k.At, ID: k.ID}
 	})
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, out)
 }
 
 func (r Responsibilities) notices(c echo.Context) error {
-	one, err := r.owned(c)
+	var out NoticeList
+	var err error
+	out.Notices, out.NextCursor, err = historyPage(c, r, r.svc.Notices, func(n responsibilities.Notice) responsibilities.RunPosition {
+		return responsibilities.RunPosition{At: n.CreatedAt, ID: n.ID}
+	})
 	if err != nil {
 		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// historyPage reads one page of a responsibility's history (runs, skips or
+// pushes, newest first) after checking that the path's responsibility is
+// the tenant's: the rows and the cursor of the next page, if any.
+func historyPage[T any](c echo.Context, r Responsibilities,
+	read func(ctx context.Context, tenantID, responsibilityID uuid.UUID, after *responsibilities.RunPosition, limit int) ([]T, error),
+	pos func(T) responsibilities.RunPosition,
+) ([]T, string, error) {
+	one, err := r.owned(c)
+	if err != nil {
+		return nil, "", err
 	}
 	page, after, err := runPage(c)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	ns, err := r.svc.Notices(c.Request().Context(), one.TenantID, one.ID, after, page.Limit+1)
+	rows, err := read(c.Request().Context(), one.TenantID, one.ID, after, page.Limit+1)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	var out NoticeList
-	out.Notices, out.NextCursor = cutPage(ns, page.Limit, func(n responsibilities.Notice) responsibilities.RunPosition {
-		return responsibilities.RunPosition{At: n.CreatedAt, ID: n.ID}
-	})
-	return c.JSON(http.StatusOK, out)
+	kept, next := cutPage(rows, page.Limit, pos)
+	return kept, next, nil
 }
 
 // cutPage keeps the first limit of rows (read as limit+1, newest first)

@@ -172,6 +172,46 @@ func TestResponsibilitiesListPagesNewestFirst(t *testing.T) {
 	require.Equal(t, 400, code)
 }
 
+// TestSkipsPagePastOnePage: a responsibility's history is read in pages,
+// newest first, each row once, and a bad cursor is a 400.
+func TestSkipsPagePastOnePage(t *testing.T) {
+	t.Parallel()
+	f := newDutyFixture(t)
+	base := "/api/v1/tenants/acme/responsibilities"
+	var r responsibilities.Responsibility
+	code, body := f.do("POST", base, f.opKey, `{"agent":"ada","name":"paged","spend_cap_cents":1}`, &r)
+	require.Equal(t, 201, code, body)
+	one := base + "/" + r.ID.String()
+	code, body = f.do("PATCH", one, f.opKey, `{"status":"paused"}`, nil)
+	require.Equal(t, 200, code, body)
+	for range 3 { // each refused run now is a skip
+		code, body = f.do("POST", one+"/run", f.opKey, "", nil)
+		require.Equal(t, 409, code, body)
+		time.Sleep(2 * time.Millisecond) // distinct times
+	}
+	var seen []responsibilities.Skip
+	cursor, pages := "", 0
+	for {
+		var page api.SkipList
+		code, body = f.do("GET", one+"/skips?limit=2&cursor="+cursor, f.readKey, "", &page)
+		require.Equal(t, 200, code, body)
+		pages++
+		seen = append(seen, page.Skips...)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+		require.Less(t, pages, 3, "the pages end")
+	}
+	require.Equal(t, 2, pages)
+	require.Len(t, seen, 3)
+	for i := 1; i < len(seen); i++ {
+		require.NotEqual(t, seen[i-1].ID, seen[i].ID)
+		require.False(t, seen[i].At.After(seen[i-1].At), "newest first")
+	}
+	code, _ = f.do("GET", one+"/skips?cursor=garbage", f.readKey, "", nil)
+	require.Equal(t, 400, code)
+}
+
 // TestAnotherTenantNeverReachesAResponsibility: globex's operator gets 404
 // for acme's responsibility on every route, and changes nothing.
 func TestAnotherTenantNeverReachesAResponsibility(t *testing.T) {
