@@ -24,8 +24,9 @@ const (
 	KindPut   = "computer.put"
 )
 
-// Waits on the plane. A start may wait for a busy pool a little; a call
-// for a held session waits only for its own worker.
+// Waits on the plane. A start may wait a little for a worker with room (a
+// worker at its session cap leaves starts in the pool); a call for a held
+// session waits only for its own worker.
 const (
 	startMaxWait  = 30 * time.Second
 	actionMaxWait = 45 * time.Second
@@ -63,6 +64,9 @@ type jobAnswer struct {
 // to the worker that holds the session.
 type PlaneDriver struct {
 	Plane plane.Caller
+	// StartWait bounds how long a start waits for a worker with room
+	// (zero: 30 s).
+	StartWait time.Duration
 }
 
 var _ Driver = PlaneDriver{}
@@ -74,10 +78,16 @@ func (d PlaneDriver) Start(ctx context.Context, s Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := d.Plane.Call(ctx, plane.Request{Kind: KindStart, Pool: Pool, Tenant: s.Tenant, Payload: raw, MaxWait: startMaxWait}, nil)
+	wait := d.StartWait
+	if wait <= 0 {
+		wait = startMaxWait
+	}
+	out, err := d.Plane.Call(ctx, plane.Request{Kind: KindStart, Pool: Pool, Tenant: s.Tenant, Payload: raw, MaxWait: wait}, nil)
 	switch {
 	case errors.Is(err, plane.ErrNoWorker):
 		return "", errNoDriver
+	case errors.Is(err, plane.ErrBusy):
+		return "", fault.New(fault.Unavailable, "all computer workers are busy: each holds as many browser sessions as it may, and none had room within %s; retry later", wait)
 	case errors.Is(err, plane.ErrWorkerLost):
 		return "", fault.New(fault.Unavailable, "the worker starting your session stopped answering; call computer_session_start again")
 	case err != nil:

@@ -71,15 +71,18 @@ type Handler func(ctx context.Context, j Job) (json.RawMessage, error)
 type Caller interface {
 	// Call queues r, reports the job's progress to onProgress (which may
 	// be nil) and returns its answer. Errors: ErrNoWorker when no live
-	// worker can take r, ErrWorkerLost when the worker running it stopped
+	// worker can take r, ErrBusy when no worker took it within its
+	// MaxWait, ErrWorkerLost when the worker running it stopped
 	// answering, the handler's error, or ctx's error once ctx ends (the
 	// job is then cancelled on its worker).
 	Call(ctx context.Context, r Request, onProgress func(Progress)) (json.RawMessage, error)
 }
 
-// The plane's own errors. Both are Unavailable: the work did not finish,
-// and retrying later may succeed.
+// The plane's own errors. All are Unavailable: the work did not finish,
+// and retrying later may succeed. ErrBusy is a request that no live worker
+// took within its MaxWait (each was busy, or had no room for pool work).
 var (
 	ErrNoWorker   = fault.New(fault.Unavailable, "no worker is running that can take this work")
 	ErrWorkerLost = fault.New(fault.Unavailable, "the worker running this work stopped answering; it was not finished")
+	ErrBusy       = fault.New(fault.Unavailable, "every worker stayed busy; the work was not started")
 )

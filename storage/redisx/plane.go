@@ -251,7 +251,8 @@ func (w *waitCall) wait(ctx context.Context) (json.RawMessage, error) {
 		case <-w.maxWait.C:
 			if w.worker == "" {
 				w.giveUp(ctx)
-				return nil, fault.New(fault.Unavailable, "every worker stayed busy for %s; the work was not started", w.r.MaxWait)
+				return nil, fault.Newf(fault.Unavailable, plane.ErrBusy, "every worker stayed busy for %s; the work was not started",
+					w.env.Deadline.Sub(w.env.Enqueued).Round(time.Millisecond))
 			}
 		case <-ctx.Done():
 			w.giveUp(ctx)

@@ -202,3 +202,94 @@ func waitQueued(t *testing.T, f planeFixture, tenant uuid.UUID, n int64) {
 		return err == nil && got == n
 	}, 5*time.Second, 10*time.Millisecond)
 }
+
+func (f planeFixture) workerWithRoom(t *testing.T, id string, room func(running int) bool, handlers map[string]plane.Handler) *redisx.PlaneWorker {
+	w := redisx.NewPlaneWorker(f.rdb, redisx.PlaneWorkerOptions{ID: id, Pools: []string{"p"}, Capacity: 4, Prefix: f.prefix, PoolRoom: room},
+		slog.New(slog.DiscardHandler))
+	for k, h := range handlers {
+		w.Handle(k, h)
+	}
+	require.NoError(t, w.Start(t.Context()))
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// A worker without room leaves the pool's work to a worker with room,
+// still serves its own queue, is refused clearly when no worker has room,
+// and takes pool work again once it has room.
+func TestPlaneWorkerWithoutRoomLeavesPoolWorkToOthers(t *testing.T) {
+	t.Parallel()
+	f := newPlaneFixture(t)
+	var roomA, roomB atomic.Bool
+	var runs atomic.Int64
+	counted := func(ctx context.Context, j plane.Job) (json.RawMessage, error) { runs.Add(1); return echo(ctx, j) }
+	a := f.workerWithRoom(t, "a", func(int) bool { return roomA.Load() }, map[string]plane.Handler{"echo": counted})
+	f.workerWithRoom(t, "b", func(int) bool { return roomB.Load() }, map[string]plane.Handler{"echo": counted})
+	call := func(r plane.Request) (string, error) {
+		out, err := f.caller.Call(t.Context(), r, nil)
+		return string(out), err
+	}
+
+	roomB.Store(true)
+	for i := range 6 { // every pool job goes to b, however often a is woken
+		out, err := call(plane.Request{Kind: "echo", Pool: "p", Tenant: uuid.New(), Payload: json.RawMessage(`1`)})
+		require.NoError(t, err, "call %d", i)
+		require.Contains(t, out, `"worker":"b"`, "call %d", i)
+	}
+	out, err := call(plane.Request{Kind: "echo", Worker: a.ID(), Tenant: uuid.New(), Payload: json.RawMessage(`2`)})
+	require.NoError(t, err, "a full worker still serves its own queue")
+	require.Contains(t, out, `"worker":"a"`)
+
+	roomB.Store(false)
+	before := runs.Load()
+	tenant := uuid.New()
+	start := time.Now()
+	_, err = call(plane.Request{Kind: "echo", Pool: "p", Tenant: tenant, Payload: json.RawMessage(`3`), MaxWait: 700 * time.Millisecond})
+	require.ErrorIs(t, err, plane.ErrBusy)
+	require.Equal(t, fault.Unavailable, fault.CodeOf(err))
+	require.Contains(t, fault.Message(err), "every worker stayed busy for 700ms")
+	require.Less(t, time.Since(start), 5*time.Second, "the refusal comes at the request's wait, not never")
+	waitQueued(t, f, tenant, 0) // withdrawn: it can never start later
+
+	roomA.Store(true) // a has room again: it takes pool work; the refused job never runs
+	out, err = call(plane.Request{Kind: "echo", Pool: "p", Tenant: uuid.New(), Payload: json.RawMessage(`4`)})
+	require.NoError(t, err)
+	require.Contains(t, out, `"worker":"a"`)
+	require.Equal(t, before+1, runs.Load())
+}
+
+// PoolRoom hears how many pool jobs the worker is running, so a worker
+// with free slots still leaves a second job in the pool while its room is
+// taken by a job that has not yet ended.
+func TestPlaneWorkerCountsItsRunningPoolJobs(t *testing.T) {
+	t.Parallel()
+	f := newPlaneFixture(t)
+	release := make(chan struct{})
+	var seen sync.Map
+	f.workerWithRoom(t, "a", func(running int) bool { seen.Store(running, true); return running < 1 }, map[string]plane.Handler{
+		"hold": func(ctx context.Context, j plane.Job) (json.RawMessage, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return json.RawMessage(`1`), nil
+		}})
+	tenant := uuid.New()
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := f.caller.Call(t.Context(), plane.Request{Kind: "hold", Pool: "p", Tenant: tenant, Payload: json.RawMessage(`1`)}, nil)
+			errs <- err
+		}()
+	}
+	// One is taken; the other stays queued although three slots are free.
+	require.Eventually(t, func() bool { _, ok := seen.Load(1); return ok }, 5*time.Second, 10*time.Millisecond)
+	waitQueued(t, f, tenant, 1)
+	time.Sleep(600 * time.Millisecond) // two polls: still queued
+	waitQueued(t, f, tenant, 1)
+	release <- struct{}{} // the first ends: the worker takes the second
+	waitQueued(t, f, tenant, 0)
+	close(release)
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,6 +32,13 @@ type PlaneWorkerOptions struct {
 	Capacity int
 	// Prefix prefixes keys and channels ("" means DefaultPlanePrefix).
 	Prefix string
+	// PoolRoom, when set, is asked before each take from the pools, with
+	// the number of pool jobs this worker is running: false leaves the
+	// pools' jobs for other workers (a worker whose resource is full stops
+	// taking new work, while its own queue is still served). It is asked
+	// again at every wake-up, every poll and whenever a job ends, so the
+	// worker takes pool work again once it has room. It must be quick.
+	PoolRoom func(running int) bool
 }
 
 // PlaneWorker takes jobs from its pools and its own queue and runs them
@@ -46,6 +54,7 @@ type PlaneWorker struct {
 	slots    chan struct{}
 	wake     chan struct{}
 	life     lifecycle.Base
+	pooled   atomic.Int64 // pool jobs taken and not yet ended
 
 	mu      sync.Mutex
 	running map[uuid.UUID]context.CancelFunc
@@ -179,12 +188,12 @@ func (w *PlaneWorker) intake(ctx context.Context) {
 			return
 		}
 		for {
-			raw, err := w.next(ctx)
+			raw, pooled, err := w.next(ctx)
 			if err != nil && ctx.Err() == nil {
 				w.log.Warn("worker plane: take a job", "worker", w.opts.ID, "err", err)
 			}
 			if raw != "" {
-				w.life.Go(func() { defer func() { <-w.slots }(); w.run(ctx, raw) })
+				w.life.Go(func() { defer w.ended(pooled); w.run(ctx, raw) })
 				break
 			}
 			select {
@@ -197,14 +206,34 @@ func (w *PlaneWorker) intake(ctx context.Context) {
 	}
 }
 
-// next takes one job: this worker's own first, then each pool's.
-func (w *PlaneWorker) next(ctx context.Context) (string, error) {
-	raw, err := w.c.LPop(ctx, w.keys.workerQueue(w.opts.ID)).Result()
+// ended frees a job's slot and, for a pool job, its count; a worker that
+// had no room for pool work looks at the pools again.
+func (w *PlaneWorker) ended(pooled bool) {
+	if pooled {
+		w.pooled.Add(-1)
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	<-w.slots
+}
+
+// next takes one job: this worker's own first, then each pool's when it
+// has room for pool work. pooled reports a job taken from a pool, counted
+// until ended.
+func (w *PlaneWorker) next(ctx context.Context) (raw string, pooled bool, err error) {
+	raw, err = w.c.LPop(ctx, w.keys.workerQueue(w.opts.ID)).Result()
 	if err == nil {
-		return raw, nil
+		return raw, false, nil
 	}
 	if !errors.Is(err, redis.Nil) {
-		return "", err
+		return "", false, err
+	}
+	// Only the intake takes, so the count cannot grow between the look
+	// and the take.
+	if w.opts.PoolRoom != nil && !w.opts.PoolRoom(int(w.pooled.Load())) {
+		return "", false, nil
 	}
 	for _, p := range w.opts.Pools {
 		raw, err := take.Run(ctx, w.c, []string{w.keys.turns(p), w.keys.seq(p)}, w.keys.tenantQueuePrefix(p)).Text()
@@ -212,11 +241,12 @@ func (w *PlaneWorker) next(ctx context.Context) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
-		return raw, nil
+		w.pooled.Add(1)
+		return raw, true, nil
 	}
-	return "", nil
+	return "", false, nil
 }
 
 // run runs one taken job and sends its answer.

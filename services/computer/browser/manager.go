@@ -128,6 +128,14 @@ func (m *Manager) Start(ctx context.Context, spec computer.Spec) (string, error)
 	return m.cfg.WorkerID, nil
 }
 
+// Held is how many sessions this worker holds, those starting not
+// included.
+func (m *Manager) Held() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
 // Do performs one action in a session this worker holds.
 func (m *Manager) Do(ctx context.Context, r computer.Ref, a computer.Action) (computer.Outcome, error) {
 	s, err := m.get(r)
