@@ -135,11 +135,9 @@ func (a *app) startComputerWorker(ctx context.Context) error {
 	if err := a.start(ctx, j); err != nil {
 		return err
 	}
-	// Starts are the pool's only work: the worker takes one only while the
-	// sessions it holds and the starts it runs leave room under its cap,
-	// and leaves the others in the pool for a worker with room.
+	// At its session cap it leaves starts in the pool for a worker with room.
 	w := redisx.NewPlaneWorker(a.rdb, redisx.PlaneWorkerOptions{ID: cfg.WorkerID, Pools: []string{computer.Pool}, Capacity: 2 * c.MaxSessions,
-		PoolRoom: func(starting int) bool { return m.Held()+starting < c.MaxSessions }}, log)
+		PoolRoom: computer.StartRoom(m.Held, c.MaxSessions)}, log)
 	for kind, h := range computer.Handlers(m, store) {
 		w.Handle(kind, h)
 	}

@@ -149,6 +149,15 @@ func (d PlaneDriver) call(ctx context.Context, r Ref, kind string, job sessionJo
 	return a, nil
 }
 
+// StartRoom is a computer worker's PlaneWorkerOptions.PoolRoom: starts are
+// the pool's only work, and the worker takes one only while the sessions it
+// holds (held) and the starts it is running leave room under maxSessions.
+// A full worker leaves starts in the pool for a worker with room, and takes
+// them again once a session of its own ends.
+func StartRoom(held func() int, maxSessions int) func(starting int) bool {
+	return func(starting int) bool { return held()+starting < maxSessions }
+}
+
 // FileSource loads a workspace's files for a session that starts on a
 // worker; WorkspaceStore is one.
 type FileSource interface {
