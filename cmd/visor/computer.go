@@ -127,7 +127,7 @@ func (a *app) startComputerWorker(ctx context.Context) error {
 			return
 		}
 		for _, s := range sessions {
-			if _, err := store.EndSession(ctx, s.TenantID, s.ID, computer.SessionLost, "the worker holding it stopped answering"); err != nil {
+			if _, err := store.EndSession(ctx, s.TenantID, s.ID, computer.SessionLost, computer.EndWorkerSilent); err != nil {
 				log.Warn("report a session lost", "session", s.ID, "err", err)
 			}
 		}

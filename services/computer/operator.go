@@ -33,6 +33,6 @@ func (s Session) EndsBy() time.Time { return s.StartedAt.Add(SessionLifetime) }
 // removes its container and the session ends, releasing its workspace.
 // Errors: fault.NotFound when id is not the employee's open session.
 func (s *Service) StopForOperator(ctx context.Context, tenantID, agentID, id uuid.UUID) error {
-	_, err := s.stop(ctx, caller{tenant: tenantID, agent: agentID}, id.String(), "stopped by an operator")
+	_, err := s.stop(ctx, caller{tenant: tenantID, agent: agentID}, id.String(), EndByOperator)
 	return err
 }

@@ -34,7 +34,7 @@ type Session struct {
 	Allowed     []string // allowed_domains at start, pinned for the session
 	StartedAt   time.Time
 	LastUsedAt  time.Time
-	EndReason   string
+	EndReason   string // an end-reason code (EndIdle, …); "" while open
 }
 
 // SessionStore keeps session rows. Every method takes the tenant.

@@ -2,7 +2,6 @@ package computer
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -64,7 +63,7 @@ func (s *Service) StartSession(ctx context.Context, c caller, r StartRequest) (S
 	}
 	out, err := s.startOn(ctx, c, &sess, r.Workspace)
 	if err != nil {
-		s.logEnd(context.WithoutCancel(ctx), sess, SessionStopped, "start failed")
+		s.logEnd(context.WithoutCancel(ctx), sess, SessionStopped, EndStartFailed)
 		return Started{}, err
 	}
 	return out, nil
@@ -102,9 +101,9 @@ func (s *Service) expire(ctx context.Context, sess Session) bool {
 	reason := ""
 	switch {
 	case now.Sub(sess.LastUsedAt) > IdleTimeout:
-		reason = fmt.Sprintf("idle for more than %s", IdleTimeout)
+		reason = EndIdle
 	case now.Sub(sess.StartedAt) > SessionLifetime:
-		reason = fmt.Sprintf("older than %s", SessionLifetime)
+		reason = EndLifetime
 	default:
 		return false
 	}
@@ -184,10 +183,11 @@ func (s *Service) liveSession(ctx context.Context, c caller) (Session, error) {
 
 // StopSession stops the caller's session and removes its container.
 func (s *Service) StopSession(ctx context.Context, c caller, id string) (string, error) {
-	return s.stop(ctx, c, id, "stopped by its employee")
+	return s.stop(ctx, c, id, EndByEmployee)
 }
 
-// stop ends c's open session id (any, when id is empty) for reason.
+// stop ends c's open session id (any, when id is empty) for reason (an
+// end-reason code).
 func (s *Service) stop(ctx context.Context, c caller, id, reason string) (string, error) {
 	sess, err := s.sessions.OpenSession(ctx, c.tenant, c.agent)
 	if fault.Is(err, fault.NotFound) {
@@ -222,7 +222,7 @@ const EventLost = "computer_session_lost"
 // its workspace lease) and tells the caller what to do next.
 func (s *Service) lost(ctx context.Context, sess Session, cause error) error {
 	s.log.WarnContext(ctx, "computer-use session lost", "tenant", sess.TenantID, "session", sess.ID, "worker", sess.Worker, "err", cause)
-	s.logEnd(context.WithoutCancel(ctx), sess, SessionLost, "the worker holding it, or its container, is gone")
+	s.logEnd(context.WithoutCancel(ctx), sess, SessionLost, EndWorkerLost)
 	return &tools.EventError{Event: EventLost, Err: fault.New(fault.Unavailable,
 		"your session %s was lost: the worker holding it, or its browser, is gone. Its workspace is released; call computer_session_start to start a new session", sess.ID)}
 }
@@ -257,7 +257,7 @@ func (s *Service) noSession(ctx context.Context, c caller) error {
 	last, err := s.sessions.LastSession(ctx, c.tenant, c.agent)
 	if err == nil && last.State == SessionLost && s.now().Sub(last.StartedAt) <= SessionLifetime {
 		return &tools.EventError{Event: EventLost, Err: fault.New(fault.Unavailable,
-			"your session %s was lost (%s). Its workspace is released; call computer_session_start to start a new session", last.ID, last.EndReason)}
+			"your session %s was lost (%s). Its workspace is released; call computer_session_start to start a new session", last.ID, EndReasonText(last.EndReason))}
 	}
 	return fault.New(fault.NotFound, "you have no live session; call computer_session_start")
 }

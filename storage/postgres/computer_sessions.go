@@ -17,6 +17,7 @@ func scanSession(row pgx.Row) (computer.Session, error) {
 	var s computer.Session
 	err := row.Scan(&s.TenantID, &s.ID, &s.AgentID, &s.Worker, &s.State, &s.Width, &s.Height, &s.MaxActions, &s.ActionsUsed,
 		&s.WorkspaceID, &s.Allowed, &s.StartedAt, &s.LastUsedAt, &s.EndReason)
+	s.EndReason = computer.EndReasonCode(s.EndReason) // rows from before codes held English
 	return s, err
 }
 

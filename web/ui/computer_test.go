@@ -91,6 +91,7 @@ func TestComputerSessionsPage(t *testing.T) {
 		require.Contains(t, list.body, "0 of 50 used")
 		require.Contains(t, list.body, "worker-1")
 		require.Contains(t, list.body, "Lost")
+		require.Contains(t, list.body, "The worker holding it, or its browser, is gone", "a row stored in English before codes")
 		require.NotContains(t, list.body, theirs.ID.String())
 		page := b.get(path)
 		require.Equal(t, http.StatusOK, page.status, page.body)
@@ -131,7 +132,7 @@ func TestComputerSessionsPage(t *testing.T) {
 	got, err = e.cu.Session(ctx, e.a.ID, s.ID)
 	require.NoError(t, err)
 	require.Equal(t, computer.SessionStopped, got.State)
-	require.Equal(t, "stopped by an operator", got.EndReason)
+	require.Equal(t, computer.EndByOperator, got.EndReason, "stored as a code")
 	require.Equal(t, http.StatusNotFound, op.get(path+"/screenshot").status, "an ended session's picture is gone")
 	page := op.get(path)
 	require.Contains(t, page.body, "its screenshot is no longer kept")
@@ -150,5 +151,12 @@ func TestComputerSessionsPage(t *testing.T) {
 		outcomes = append(outcomes, r.Outcome)
 	}
 	require.Equal(t, []string{audit.OutcomeRefused, audit.OutcomeOK, audit.OutcomeRejected}, outcomes)
-	require.Contains(t, op.get("/t/acme/dashboard/computer", "Accept-Language", "ja").body, "コンピューター操作セッション")
+	ja := op.get("/t/acme/dashboard/computer", "Accept-Language", "ja").body
+	require.Contains(t, ja, "コンピューター操作セッション")
+	require.Contains(t, ja, "セッションを保持していたワーカーまたはブラウザーが失われました")
+	require.Contains(t, ja, "オペレーターが停止しました")
+	requireNoServiceEnglish(t, ja, serviceSentences()...)
+	ja = op.get(path, "Accept-Language", "ja").body
+	require.Contains(t, ja, "オペレーターが停止しました")
+	requireNoServiceEnglish(t, ja, serviceSentences()...)
 }

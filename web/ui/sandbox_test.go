@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/sandbox"
 )
@@ -45,7 +46,7 @@ func TestScriptRunsPage(t *testing.T) {
 		r.State, r.ExitCode, r.OOMKilled = sandbox.RunFinished, 137, true
 	})
 	log(e.a.ID, now.Add(-4*time.Minute), "img-down", func(r *sandbox.Run) {
-		r.State, r.Detail = sandbox.RunUnavailable, "no sandbox worker is running"
+		r.State, r.Detail = sandbox.RunUnavailable, fault.Message(sandbox.Unavailable("no_worker", "img-down", "no sandbox worker is running", nil))
 	})
 	log(e.a.ID, now.Add(-3*time.Hour-40*time.Minute), "img-orphan", nil)
 	log(e.a.ID, now.Add(-time.Second), "img-live", nil)
@@ -82,5 +83,9 @@ func TestScriptRunsPage(t *testing.T) {
 	require.Contains(t, second.body, "Unknown: the server running it stopped")
 	require.NotContains(t, second.body, "Running now", "in flight shows on the first page only")
 	require.Equal(t, http.StatusBadRequest, b.get("/t/acme/dashboard/sandbox?cursor=nonsense").status)
-	require.Contains(t, b.get("/t/acme/dashboard/sandbox", "Accept-Language", "ja").body, "終了コード 137")
+	ja := b.get("/t/acme/dashboard/sandbox", "Accept-Language", "ja").body
+	require.Contains(t, ja, "終了コード 137")
+	require.Contains(t, ja, "稼働中のサンドボックスワーカーがありません")
+	require.Contains(t, ja, `<span lang="en">Script sandbox unavailable (no_worker)`, "the English detail follows, marked as English")
+	requireNoServiceEnglish(t, ja, serviceSentences()...)
 }
