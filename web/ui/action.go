@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -140,9 +141,28 @@ func (w *heldWriter) Header() http.Header         { return w.header }
 func (w *heldWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
 func (w *heldWriter) WriteHeader(code int)        { w.status = code }
 
+// formFailure words err for a form: the catalog's line for its fault
+// code (the field's name in it when the service's message starts with a
+// field the catalog knows) and the service's English message as detail.
+// It also keeps that message for the action's audit row.
+func (v *View) formFailure(err error) (line, detail string) {
+	msg := fault.Message(err)
+	v.failure = msg
+	key := "form_error." + string(fault.CodeOf(err))
+	if _, ok := v.cat.Message(v.Lang, key); !ok {
+		key = "form_error.other"
+	}
+	if f, _, ok := strings.Cut(msg, " "); ok {
+		if name, ok := v.cat.Message(v.Lang, "field."+f); ok {
+			return v.T(key+"_field", name), msg
+		}
+	}
+	return v.T(key), msg
+}
+
 // refusePage answers a member who may not open a page or take an action.
 func (d *Dashboard) refusePage(c echo.Context, v *View, err error) error {
-	v.Title, v.Data = "dash.refused", fault.Message(err)
+	v.Title, v.Data, v.ErrorDetail = "dash.refused", v.T("error.refused_line"), fault.Message(err)
 	v.failure = fault.Message(err)
 	return d.f.Render(c, http.StatusForbidden, "error", v)
 }
@@ -168,7 +188,16 @@ func (d *Dashboard) fail(c echo.Context, v *View, err error) error {
 		}
 	}
 	v.failure = msg
-	v.Title, v.Data = "error."+string(code), msg
+	v.Title = "error." + string(code)
+	if status >= 500 && code != fault.Unavailable {
+		v.Data = msg
+	} else {
+		line := "error_line." + string(code)
+		if !d.f.cat.has(line) {
+			line = "error_line.internal"
+		}
+		v.Data, v.ErrorDetail = v.T(line), msg
+	}
 	if !d.f.cat.has(v.Title) {
 		v.Title = "error.internal"
 	}

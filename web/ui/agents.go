@@ -144,7 +144,7 @@ func (d *Dashboard) agentsFormError(c echo.Context, v *View, f newAgentForm, err
 	if code != fault.Invalid && code != fault.Conflict && code != fault.NotFound {
 		return err
 	}
-	v.Error, v.failure = fault.Message(err), fault.Message(err)
+	v.Error, v.ErrorDetail = v.formFailure(err)
 	return d.renderAgents(c, v, fault.HTTPStatus(code), f)
 }
 
@@ -159,14 +159,15 @@ func (d *Dashboard) agentParam(c echo.Context, v *View) (identity.Agent, error) 
 }
 
 type agentData struct {
-	Agent     identity.Agent
-	Manager   string
-	Settings  string // the editor's JSON
-	Version   int64
-	Visible   []string
-	Preview   *tools.SettingsPreview
-	Changed   bool // the settings changed since the editor's version
-	EditError string
+	Agent      identity.Agent
+	Manager    string
+	Settings   string // the editor's JSON
+	Version    int64
+	Visible    []string
+	Preview    *tools.SettingsPreview
+	Changed    bool // the settings changed since the editor's version
+	EditError  string
+	EditDetail string // the service's English message behind EditError
 }
 
 func (d *Dashboard) agent(c echo.Context, v *View) error {
@@ -321,6 +322,6 @@ func (d *Dashboard) editError(c echo.Context, v *View, a identity.Agent, data ag
 	if code != fault.Invalid && code != fault.Conflict && code != fault.TooLarge {
 		return err
 	}
-	data.EditError, v.failure = fault.Message(err), fault.Message(err)
+	data.EditError, data.EditDetail = v.formFailure(err)
 	return d.renderAgent(c, v, fault.HTTPStatus(code), a, data)
 }

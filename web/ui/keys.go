@@ -108,7 +108,7 @@ func (d *Dashboard) keysFormError(c echo.Context, v *View, f keyForm, err error)
 	if code != fault.Invalid && code != fault.Conflict && code != fault.NotFound && code != fault.Forbidden {
 		return err
 	}
-	v.Error, v.failure = fault.Message(err), fault.Message(err)
+	v.Error, v.ErrorDetail = v.formFailure(err)
 	return d.renderKeys(c, v, fault.HTTPStatus(code), keysData{Form: f})
 }
 

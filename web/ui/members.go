@@ -76,7 +76,7 @@ func (d *Dashboard) membersFormError(c echo.Context, v *View, f memberForm, err 
 	if code != fault.Invalid && code != fault.Conflict && code != fault.NotFound && code != fault.Forbidden {
 		return err
 	}
-	v.Error, v.failure = fault.Message(err), fault.Message(err)
+	v.Error, v.ErrorDetail = v.formFailure(err)
 	return d.renderMembers(c, v, fault.HTTPStatus(code), f)
 }
 

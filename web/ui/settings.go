@@ -46,7 +46,7 @@ func (d *Dashboard) saveTenantSettings(c echo.Context, v *View) error {
 		return nil
 	})
 	if code := fault.CodeOf(err); code == fault.Invalid {
-		v.Error, v.failure = fault.Message(err), fault.Message(err)
+		v.Error, v.ErrorDetail = v.formFailure(err)
 		return d.renderSettings(c, v, http.StatusBadRequest, sent)
 	} else if err != nil {
 		return err

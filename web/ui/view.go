@@ -23,7 +23,10 @@ type View struct {
 	Nav       string // the path (below the dashboard) of the active menu entry
 	Notice    string // message key of a notice to show (an action's result)
 	Error     string // an error to show, already in the page's language
-	Data      any
+	// ErrorDetail is a service's own English message behind Error (or
+	// behind an error page's line), shown after it marked as English.
+	ErrorDetail string
+	Data        any
 	// Path is the request's path and query, for return_to fields.
 	Path string
 	// Object names what an action changed ("agent:<id>"), for its audit
