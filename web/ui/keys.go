@@ -21,9 +21,8 @@ func (d *Dashboard) keyRoutes(g *echo.Group) {
 }
 
 type keysData struct {
-	Keys   []identity.Key
-	Agents []identity.Agent // active agents, for the form
-	Names  map[uuid.UUID]string
+	Keys  []identity.Key
+	Names map[uuid.UUID]string // the names of the keys' agents
 	// Scopes are the scopes the member may put on a key: its own.
 	Scopes []string
 	Form   keyForm
@@ -47,17 +46,17 @@ func (d *Dashboard) renderKeys(c echo.Context, v *View, status int, data keysDat
 	if err != nil {
 		return err
 	}
-	as, err := d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID)
+	var ids []uuid.UUID
+	for _, k := range ks {
+		if k.AgentID != uuid.Nil {
+			ids = append(ids, k.AgentID)
+		}
+	}
+	names, err := d.d.Identity.Store().AgentNames(ctx, v.Tenant.ID, ids)
 	if err != nil {
 		return err
 	}
-	data.Keys, data.Names = ks, make(map[uuid.UUID]string, len(as))
-	for _, a := range as {
-		data.Names[a.ID] = a.Name
-		if a.Status == identity.AgentActive {
-			data.Agents = append(data.Agents, a)
-		}
-	}
+	data.Keys, data.Names = ks, names
 	data.Scopes = v.Principal.Scopes
 	v.Title, v.Nav, v.Data = "keys.title", "keys", data
 	if data.Token != "" {
@@ -80,9 +79,9 @@ func (d *Dashboard) createKey(c echo.Context, v *View) error {
 		return d.keysFormError(c, v, f, fault.New(fault.Invalid, "too many scopes"))
 	}
 	if nk.Kind == identity.KeyAgent {
-		id, err := uuid.Parse(f.Agent)
+		id, err := d.keyAgent(c, v, strings.TrimSpace(f.Agent))
 		if err != nil {
-			return d.keysFormError(c, v, f, fault.New(fault.Invalid, "choose the AI employee the key acts as"))
+			return d.keysFormError(c, v, f, err)
 		}
 		nk.AgentID = id
 	}
@@ -101,6 +100,22 @@ func (d *Dashboard) createKey(c echo.Context, v *View) error {
 	v.Object = "key:" + k.ID.String()
 	v.Notice = "done.key_created"
 	return d.renderKeys(c, v, http.StatusCreated, keysData{Token: token, Created: &k, Form: keyForm{Kind: string(identity.KeyOperator)}})
+}
+
+// keyAgent resolves the AI employee an agent key acts as, named by the
+// form (or given by id): an active agent of the member's tenant.
+func (d *Dashboard) keyAgent(c echo.Context, v *View, ref string) (uuid.UUID, error) {
+	if id, err := uuid.Parse(ref); err == nil {
+		return id, nil // issuing refuses an id that names no active agent of the tenant
+	}
+	if !identity.ValidAgentName(ref) {
+		return uuid.Nil, fault.New(fault.Invalid, "agent must name an AI employee of this tenant")
+	}
+	a, err := d.d.Identity.Store().AgentByName(c.Request().Context(), v.Tenant.ID, ref)
+	if fault.Is(err, fault.NotFound) || err == nil && a.Status != identity.AgentActive {
+		return uuid.Nil, fault.New(fault.Invalid, "agent must name an active AI employee of this tenant; there is none named %q", ref)
+	}
+	return a.ID, err
 }
 
 func (d *Dashboard) keysFormError(c echo.Context, v *View, f keyForm, err error) error {

@@ -210,7 +210,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#key-name`)),
 		chromedp.SendKeys(chromedp.CSS(`#key-name`), "browser-key"),
 		chromedp.Click(chromedp.CSS(`input[name=kind][value=agent]`)),
-		chromedp.SetValue(chromedp.CSS(`#key-agent`), w.ada.ID.String()),
+		chromedp.SendKeys(chromedp.CSS(`#key-agent`), w.ada.Name),
 		chromedp.Click(chromedp.CSS(`form[aria-labelledby=new-key] button[type=submit]`)),
 	))
 	waitFor(t, tab, `!!document.getElementById("token")`, "the new key's token")
