@@ -40,6 +40,12 @@ func TestFormErrorsSpeakThePagesLanguage(t *testing.T) {
 	require.Contains(t, nf.body, `<span lang="en">agent not found</span>`)
 	requireNoServiceEnglish(t, nf.body, "agent not found")
 
+	// The audit trail keeps the service's English message, marked as such.
+	trail := o.get("/t/acme/dashboard/audit")
+	require.Equal(t, http.StatusOK, trail.status)
+	require.Contains(t, trail.body, `<span lang="en">reports_to must name an AI employee of this tenant; there is none named`)
+	requireNoServiceEnglish(t, trail.body, "there is none named", "time_zone must be an IANA time zone name")
+
 	// In English (another member, who chose no language) the line and the
 	// detail both show.
 	en := e.browser()
