@@ -1,6 +1,8 @@
 package ui_test
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,4 +67,28 @@ func TestServiceTextHasCatalogLines(t *testing.T) {
 	require.Equal(t, "other", sandbox.Run{State: sandbox.RunUnavailable, Detail: "anything"}.Reason())
 	require.Equal(t, "", sandbox.Run{State: sandbox.RunFailed, Detail: "x"}.Reason())
 	require.True(t, strings.HasPrefix(computer.EndReasonText(computer.EndIdle), "idle for more than "))
+}
+
+// serviceFieldRE matches a template printing, as it is, a field that holds
+// a service's English text.
+var serviceFieldRE = regexp.MustCompile(`{{-?\s*\$?\w*\.(EndReason|Detail|ErrorDetail|EditDetail|Message)\s*-?}}`)
+
+// TestTemplatesPrintServiceTextOnlyAsEnglish: a template shows a field
+// holding a service's English text only inside an element marked
+// lang="en" (after a catalog line); otherwise it passes a code to the
+// catalog.
+func TestTemplatesPrintServiceTextOnlyAsEnglish(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("templates/*.html")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		src := string(b)
+		for _, loc := range serviceFieldRE.FindAllStringIndex(src, -1) {
+			require.True(t, strings.HasSuffix(src[:loc[0]], `lang="en">`),
+				"%s prints %s outside an element marked lang=\"en\"; show a catalog line for it", f, src[loc[0]:loc[1]])
+		}
+	}
 }
