@@ -32,7 +32,7 @@ func twoReplicas(t *testing.T, redisURL string, env ...string) (*world, *replica
 	return w, a, b
 }
 
-// TestTwoReplicasNotifyExactlyTheAffectedCaller is issue 5 items 3 and 4: a
+// TestTwoReplicasNotifyExactlyTheAffectedCaller: a
 // change through replica A's admin API reaches ada's listeners on replica
 // B (a legacy GET stream and a 2026-07-28 listen stream), nobody else's, a
 // no-op edit sends nothing, and tools/list on either replica then returns
@@ -85,7 +85,7 @@ func TestTwoReplicasNotifyExactlyTheAffectedCaller(t *testing.T) {
 	expectQuiet(t, gil, 10*time.Millisecond, "another tenant is still not affected")
 }
 
-// TestListenDeliversOnlyWhatTheClientOptedInto is issue 5 item 1 for
+// TestListenDeliversOnlyWhatTheClientOptedInto, for
 // 2026-07-28: a listen stream that did not opt into toolsListChanged hears
 // nothing when the caller's tools change, while one that did is told, and
 // every message after the acknowledgment carries the subscription id.
@@ -133,7 +133,7 @@ func TestTenantSettingsChangeReachesEveryAffectedCallerOfThatTenant(t *testing.T
 	expectQuiet(t, gil, 10*time.Millisecond, "another tenant")
 }
 
-// TestRedisLossIsRepairedByReconciliation is issue 5 item 5: Redis is killed
+// TestRedisLossIsRepairedByReconciliation: Redis is killed
 // mid-run, a change is made while it is down (its publication is lost), and
 // after Redis returns the listener on the other replica is told within a
 // few seconds.
@@ -203,7 +203,7 @@ func TestReconcilerRepairsWhileRedisIsDown(t *testing.T) {
 	t.Logf("notified %s after the change with Redis down", time.Since(start).Round(time.Millisecond))
 }
 
-// TestScopedGrantEndToEnd is issue 5 item 6: a scoped tool is hidden, ada
+// TestScopedGrantEndToEnd: a scoped tool is hidden, ada
 // asks with capability_request, an operator approves through replica A's
 // admin API (time-limited), ada's listener on B is told and sees it; the
 // grant expires and the tool disappears the same way; approved again
