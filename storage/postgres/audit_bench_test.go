@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 // BenchmarkAuditRecord is the cost curve of durable audit rows against
 // concurrent callers: 1, 8, 64 and 256 goroutines share b.N rows, each
 // Record returning once its batch committed, as the MCP endpoint records
-// them. It reports rows per second, rows per commit and each caller's
-// wait (p50, p99).
+// them. It reports rows per second, rows per commit, the Postgres server's
+// CPU per row and each caller's wait (p50, p99).
 //
 //	go test ./storage/postgres -run '^$' -bench AuditRecord -benchtime 4000x
 func BenchmarkAuditRecord(b *testing.B) {
@@ -28,6 +29,7 @@ func BenchmarkAuditRecord(b *testing.B) {
 			var next atomic.Int64
 			waits := make([][]time.Duration, callers)
 			var wg sync.WaitGroup
+			pg0, pgOK := pgtest.ServerCPU(ctx, s.db.Pool)
 			b.ResetTimer()
 			start := time.Now()
 			for c := range callers {
@@ -49,6 +51,9 @@ func BenchmarkAuditRecord(b *testing.B) {
 			slices.Sort(all)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rows/s")
 			b.ReportMetric(float64(b.N)/float64(l.Commits()-commits), "rows/commit")
+			if pg1, ok := pgtest.ServerCPU(ctx, s.db.Pool); ok && pgOK {
+				b.ReportMetric(float64((pg1-pg0).Microseconds())/float64(b.N), "pg-µs/row")
+			}
 			if len(all) > 0 {
 				b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds())/1000, "p99-ms")

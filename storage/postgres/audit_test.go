@@ -30,6 +30,15 @@ type auditEnv struct {
 func newAuditLog(t *testing.T) (*postgres.AuditLog, auditEnv) { return newAuditLogTB(t) }
 
 func newAuditLogTB(t testing.TB) (*postgres.AuditLog, auditEnv) {
+	env := newAuditEnv(t)
+	l := postgres.NewAuditLog(env.db, 4, discardLogger())
+	require.NoError(t, l.Start(context.Background()))
+	t.Cleanup(l.Stop)
+	return l, env
+}
+
+// newAuditEnv is a fresh database with two tenants.
+func newAuditEnv(t testing.TB) auditEnv {
 	db := pgtest.New(t)
 	svc := identity.NewService(postgres.NewIdentityStore(db), changes.Discard{}, discardLogger())
 	env := auditEnv{db: db}
@@ -38,10 +47,7 @@ func newAuditLogTB(t testing.TB) (*postgres.AuditLog, auditEnv) {
 	require.NoError(t, err)
 	env.b, err = svc.CreateTenant(context.Background(), "globex", "Globex")
 	require.NoError(t, err)
-	l := postgres.NewAuditLog(db, 4, discardLogger())
-	require.NoError(t, l.Start(context.Background()))
-	t.Cleanup(l.Stop)
-	return l, env
+	return env
 }
 
 func TestAuditGroupCommitAndDurability(t *testing.T) {

@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/visorhq/visor/services/audit"
+import (
+	"time"
+
+	"github.com/visorhq/visor/services/audit"
+)
 
 // CommitBatch commits entries as one writer batch and returns each
 // caller's answer, so a test can choose what shares a batch.
@@ -20,3 +24,7 @@ func (l *AuditLog) CommitBatch(entries []audit.Entry) []error {
 	}
 	return errs
 }
+
+// SetSlowAfter sets how long a commit runs before another may start beside
+// it. Call it before Start.
+func (l *AuditLog) SetSlowAfter(d time.Duration) { l.slowAfter = d }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,6 +88,7 @@ func fullStackWith(b *testing.B, extra int, opts Options) (url, token, noAuth st
 	logger := slog.New(slog.DiscardHandler)
 	store := postgres.NewIdentityStore(db)
 	ids := identity.NewService(store, changes.Discard{}, logger)
+	benchPostgresCPU = func() (time.Duration, bool) { return pgtest.ServerCPU(ctx, db.Pool) }
 	trail := postgres.NewAuditLog(db, 4, logger)
 	if err := trail.Start(ctx); err != nil {
 		b.Fatal(err)
@@ -152,6 +154,22 @@ type loadStats struct {
 	p50, p99 time.Duration
 }
 
+// benchPostgresCPU reads the CPU time the Postgres server has used so far
+// (pgtest.ServerCPU on the newest full stack's database), so that loadWith
+// can report the database's share of a request; nil until a full stack is
+// built.
+var benchPostgresCPU func() (time.Duration, bool)
+
+// processCPU is the CPU time (user and system) this process has used:
+// the benchmark's clients and servers together.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // loadWith is load from the given number of goroutines. It returns the
 // figures it reports.
 func loadWith(b *testing.B, workers int, url, token string, hdr map[string]string, body string) loadStats {
@@ -193,6 +211,11 @@ func loadWith(b *testing.B, workers int, url, token string, hdr map[string]strin
 	var wg sync.WaitGroup
 	var failed error
 	var mu sync.Mutex
+	pg0, pgOK := time.Duration(0), false
+	if benchPostgresCPU != nil {
+		pg0, pgOK = benchPostgresCPU()
+	}
+	cpu0 := processCPU()
 	b.ResetTimer()
 	start := time.Now()
 	for w := range workers {
@@ -218,8 +241,18 @@ func loadWith(b *testing.B, workers int, url, token string, hdr map[string]strin
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu := processCPU() - cpu0
 	if failed != nil {
 		b.Fatal(failed)
+	}
+	// CPU per request: this process (clients and server together) and the
+	// Postgres server (the database's backends and the server's background
+	// processes: with no other database busy, the audit rows' commits).
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+	if pgOK {
+		if pg1, ok := benchPostgresCPU(); ok {
+			b.ReportMetric(float64((pg1-pg0).Microseconds())/float64(b.N), "pg-µs/op")
+		}
 	}
 	all := slices.Concat(lat...)
 	slices.Sort(all)
