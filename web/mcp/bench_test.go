@@ -291,25 +291,45 @@ func BenchmarkListCatalog(b *testing.B) {
 	const extra = 80 // plus the catalog's own and the two bench tools: about 90
 	full, token, _, reg := fullStackWith(b, extra, Options{})
 	uncached, token2, _, _ := fullStackWith(b, extra, Options{ListCacheEntries: -1})
-	bare := bareServer(b, reg)
+	bare, bareSessions := bareServers(b, reg)
 	b.Logf("catalog: %d tools", len(reg.All()))
 	modernList := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
 	legacyList := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
-	legacy := func(url, token string) map[string]string {
-		if token == "" { // the bare server is stateless: no session to open
-			return map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
-		}
-		return map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Session-Id": benchSession(b, url, token, "2025-11-25")}
-	}
+	const version = "2025-11-25"
+	type server struct{ name, url, token, session string }
 	for _, workers := range []int{1, 8, 16} {
-		for _, srv := range []struct{ name, url, token string }{{"bare", bare, ""}, {"uncached", uncached, token2}, {"full", full, token}} {
-			b.Run(fmt.Sprintf("modern/c%d/%s", workers, srv.name), func(b *testing.B) {
-				loadWith(b, workers, srv.url, srv.token, modernHeaders("tools/list", ""), modernList)
-			})
-			hdr := legacy(srv.url, srv.token)
-			b.Run(fmt.Sprintf("legacy/c%d/%s", workers, srv.name), func(b *testing.B) {
-				loadWith(b, workers, srv.url, srv.token, hdr, legacyList)
-			})
+		for _, era := range []struct {
+			name    string
+			body    string
+			servers []server
+		}{
+			{"modern", modernList, []server{{"bare", bare, "", ""}, {"uncached", uncached, token2, ""}, {"full", full, token, ""}}},
+			// The earlier era against a bare server with sessions (how a
+			// go-sdk server serves it) and a stateless one (a server
+			// session per request).
+			{"legacy", legacyList, []server{{"bare", bareSessions, "", "bare"}, {"bare-stateless", bare, "", ""},
+				{"uncached", uncached, token2, "auth"}, {"full", full, token, "auth"}}},
+		} {
+			st := map[string]loadStats{}
+			for _, srv := range era.servers {
+				hdr := modernHeaders("tools/list", "")
+				if era.name == "legacy" {
+					hdr = map[string]string{"Mcp-Protocol-Version": version}
+					if srv.session != "" {
+						hdr["Mcp-Session-Id"] = benchSession(b, srv.url, srv.token, version)
+					}
+				}
+				b.Run(fmt.Sprintf("%s/c%d/%s", era.name, workers, srv.name), func(b *testing.B) {
+					st[srv.name] = loadWith(b, workers, srv.url, srv.token, hdr, era.body)
+				})
+			}
+			f := st["full"]
+			for _, name := range []string{"bare", "bare-stateless"} {
+				if bs := st[name]; bs.rps > 0 && f.rps > 0 {
+					b.Logf("%s c%d: full ÷ %s throughput %.2f×; p50 %s %.2f ms, full %.2f ms",
+						era.name, workers, name, f.rps/bs.rps, name, float64(bs.p50)/1e6, float64(f.p50)/1e6)
+				}
+			}
 		}
 	}
 }
