@@ -22,26 +22,26 @@ import (
 	"github.com/visorhq/visor/services/validtext"
 )
 
-// AuditLog is the Postgres audit trail. Record hands a row to a dispatcher
-// that gathers the rows waiting into one batch, commits it with one
-// statement, and answers every caller of the batch once it is durable.
-// Normally one commit is in flight: rows that arrive during it wait for it
-// to end and go together in the next one (group commit), so a busy endpoint
-// pays one commit for many calls and an idle one waits for none. On this
-// kind of machine a durable commit costs the database about 100 µs of CPU
-// whatever it holds, so batches made this way cost a call several times
-// less than small ones committed side by side. Up to writers commits run at
-// once only when the one in flight is slow (slowAfter) or the rows waiting
-// fill a batch: Postgres slow for a moment, or a batch spending statements
-// on finding the rows Postgres refuses, holds up nobody else for long. A
-// row Postgres refuses fails only its own caller (see commit). The commits
-// use connections of their own, apart from the pool that serves requests
+// AuditLog is the Postgres audit trail. Record hands a row in; a writer
+// takes every row waiting as one batch, commits it with one statement, and
+// answers each caller of the batch once it is durable. Normally one commit
+// is in flight: rows that arrive during it wait for it to end, and the
+// writer that made it takes them all at once for the next (group commit),
+// so a busy endpoint pays one commit for many calls, an idle one waits for
+// none, and no goroutine stands between one commit and the next. A durable
+// commit costs the database about the same CPU whatever it holds, so
+// batches made this way cost a call several times less than small ones
+// committed side by side. Up to writers commits run at once only when the
+// newest in flight has run for slowAfter or the rows waiting fill a batch:
+// Postgres slow for a moment, or a batch spending statements on finding
+// the rows Postgres refuses, holds up nobody else for long. A row Postgres
+// refuses fails only its own caller (see commit). The commits use
+// connections of their own, apart from the pool that serves requests
 // (Start), so that under load a commit never waits behind request handlers
 // for a connection.
 type AuditLog struct {
 	db        *DB
 	log       *slog.Logger
-	in        chan *pendingRow
 	writers   int
 	maxBatch  int
 	slowAfter time.Duration
@@ -50,12 +50,16 @@ type AuditLog struct {
 	conns   atomic.Pointer[pgxpool.Pool] // the writers' own (Start)
 	commits atomic.Int64
 
-	// closing is held for reading while a row is handed in, and set under
-	// the write lock when Stop begins, so that no row is handed in after
-	// the dispatcher's last look at in.
-	closing sync.RWMutex
-	closed  bool
-	stop    chan struct{} // closed when Stop begins
+	room chan struct{} // a slot per row handed in and not yet answered; Record waits for one
+	wake chan struct{} // a writer may find a batch to take
+	stop chan struct{} // closed when Stop begins
+	slow *time.Timer   // wakes a writer once the newest commit has run for slowAfter
+
+	mu       sync.Mutex
+	waiting  []*pendingRow
+	inflight int       // commits in flight
+	newest   time.Time // when the newest of them began
+	closed   bool      // Stop began: nothing more is handed in
 }
 
 type pendingRow struct {
@@ -77,12 +81,15 @@ func NewAuditLog(db *DB, writers int, log *slog.Logger) *AuditLog {
 	if writers <= 0 {
 		writers = 4
 	}
-	l := &AuditLog{db: db, log: log, in: make(chan *pendingRow, 4096), writers: writers, maxBatch: 512,
-		slowAfter: 5 * time.Millisecond, stop: make(chan struct{})}
+	l := &AuditLog{db: db, log: log, writers: writers, maxBatch: 512, slowAfter: 5 * time.Millisecond,
+		room: make(chan struct{}, 4096), wake: make(chan struct{}, writers), stop: make(chan struct{})}
+	l.slow = time.AfterFunc(time.Hour, l.signal)
+	l.slow.Stop()
 	l.life.OnStop(func() {
-		l.closing.Lock()
+		l.mu.Lock()
 		l.closed = true
-		l.closing.Unlock()
+		l.mu.Unlock()
+		l.slow.Stop()
 		close(l.stop)
 	})
 	return l
@@ -90,8 +97,8 @@ func NewAuditLog(db *DB, writers int, log *slog.Logger) *AuditLog {
 
 // Start opens the writers' own pool — at most one connection per writer,
 // each opened when first needed, with the settings of db's pool and, unless
-// those name one, the application name visor-audit — and runs the
-// dispatcher and the writers until Stop. It runs once (lifecycle.Base).
+// those name one, the application name visor-audit — and runs the writers
+// until Stop. It runs once (lifecycle.Base).
 func (l *AuditLog) Start(ctx context.Context) error {
 	if _, err := l.life.Begin(ctx); err != nil {
 		return err
@@ -109,16 +116,9 @@ func (l *AuditLog) Start(ctx context.Context) error {
 		return fmt.Errorf("open the audit writers' connections: %w", err)
 	}
 	l.conns.Store(conns)
-	batches, done := make(chan []*pendingRow), make(chan struct{}, l.writers)
 	for range l.writers {
-		l.life.Go(func() {
-			for b := range batches {
-				l.commit(conns, b)
-				done <- struct{}{}
-			}
-		})
+		l.life.Go(func() { l.write(conns) })
 	}
-	l.life.Go(func() { l.dispatch(batches, done) })
 	return nil
 }
 
@@ -133,19 +133,29 @@ func (l *AuditLog) Stop() {
 
 // Record returns once e is committed. An error means it was not.
 func (l *AuditLog) Record(ctx context.Context, e audit.Entry) error {
-	p := &pendingRow{e: e, done: make(chan error, 1)}
-	l.closing.RLock()
-	if l.closed {
-		l.closing.RUnlock()
-		return errAuditStopped
-	}
 	select {
-	case l.in <- p:
+	case l.room <- struct{}{}:
+	case <-l.stop:
+		return errAuditStopped
 	case <-ctx.Done():
-		l.closing.RUnlock()
 		return ctx.Err()
 	}
-	l.closing.RUnlock()
+	p := &pendingRow{e: e, done: make(chan error, 1)}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.room
+		return errAuditStopped
+	}
+	l.waiting = append(l.waiting, p)
+	ready := l.ready()
+	if !ready && len(l.waiting) == 1 {
+		l.arm()
+	}
+	l.mu.Unlock()
+	if ready {
+		l.signal()
+	}
 	select {
 	case err := <-p.done:
 		return err
@@ -154,75 +164,84 @@ func (l *AuditLog) Record(ctx context.Context, e audit.Entry) error {
 	}
 }
 
-// dispatch gathers rows into batches for the writers: a batch starts at
+// signal wakes a writer, if one sleeps, to look for a batch.
+func (l *AuditLog) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ready reports whether a writer that is free should take a batch now: at
 // once when no commit is in flight, and beside the ones in flight only when
-// the newest of them has run for slowAfter or the rows waiting fill a
-// batch. It holds at most writers batches' worth of rows; beyond that, in
-// fills and Record waits. At Stop it hands over everything handed in,
-// waits for the commits, and ends the writers.
-func (l *AuditLog) dispatch(batches chan<- []*pendingRow, done <-chan struct{}) {
-	var (
-		waiting  []*pendingRow
-		inflight int
-		newest   time.Time // when the newest commit in flight began
-		slow     = time.NewTimer(time.Hour)
-		stop     = l.stop // nil once stopping
-	)
-	slow.Stop()
-	defer close(batches)
-	limit := l.maxBatch * l.writers
+// the newest has run for slowAfter, the rows waiting fill a batch, or Stop
+// began. l.mu is held.
+func (l *AuditLog) ready() bool {
+	if len(l.waiting) == 0 {
+		return false
+	}
+	if l.inflight == 0 {
+		return true
+	}
+	return l.inflight < l.writers && (l.closed || len(l.waiting) >= l.maxBatch || time.Since(l.newest) >= l.slowAfter)
+}
+
+// take returns the next batch if one is ready, counting its commit as in
+// flight, and wakes another writer if more is ready. l.mu is held.
+func (l *AuditLog) take() []*pendingRow {
+	if !l.ready() {
+		return nil
+	}
+	n := min(len(l.waiting), l.maxBatch)
+	batch := slices.Clone(l.waiting[:n])
+	clear(l.waiting[:n])
+	l.waiting = append(l.waiting[:0], l.waiting[n:]...)
+	l.inflight++
+	l.newest = time.Now()
+	if l.ready() {
+		l.signal()
+	} else {
+		l.arm()
+	}
+	return batch
+}
+
+// arm sets the slow timer to wake a writer when the newest commit in
+// flight will have run for slowAfter, if rows are waiting and another
+// commit may start then. l.mu is held.
+func (l *AuditLog) arm() {
+	if len(l.waiting) > 0 && l.inflight > 0 && l.inflight < l.writers {
+		l.slow.Reset(l.slowAfter - time.Since(l.newest))
+	}
+}
+
+// write is one writer: it takes a batch, commits it, and goes straight on
+// to the next one while rows are waiting; with none, it sleeps until
+// Record or the slow timer wakes it. Once Stop began it takes what is
+// left, and ends when nothing is.
+func (l *AuditLog) write(conns *pgxpool.Pool) {
 	for {
-		if len(waiting) > 0 && (inflight == 0 || inflight < l.writers &&
-			(stop == nil || len(waiting) >= l.maxBatch || time.Since(newest) >= l.slowAfter)) {
-			n := min(len(waiting), l.maxBatch)
-			batch := slices.Clone(waiting[:n])
-			waiting = append(waiting[:0], waiting[n:]...)
-			batches <- batch
-			inflight++
-			newest = time.Now()
+		l.mu.Lock()
+		batch := l.take()
+		closed := l.closed
+		l.mu.Unlock()
+		if batch == nil {
+			if closed {
+				return
+			}
+			select {
+			case <-l.wake:
+			case <-l.stop:
+			}
 			continue
 		}
-		if stop == nil && len(waiting) == 0 && inflight == 0 {
-			return
+		l.commit(conns, batch)
+		for range batch {
+			<-l.room
 		}
-		var wake <-chan time.Time
-		if len(waiting) > 0 && inflight < l.writers {
-			slow.Reset(l.slowAfter - time.Since(newest))
-			wake = slow.C
-		}
-		in := l.in
-		if len(waiting) >= limit || stop == nil {
-			in = nil
-		}
-		select {
-		case p := <-in:
-			waiting = append(waiting, p)
-			for len(waiting) < limit {
-				select {
-				case p := <-l.in:
-					waiting = append(waiting, p)
-					continue
-				default:
-				}
-				break
-			}
-		case <-done:
-			inflight--
-		case <-wake:
-		case <-stop:
-			// Nothing more is handed in (closed is set): take what was.
-			for {
-				select {
-				case p := <-l.in:
-					waiting = append(waiting, p)
-					continue
-				default:
-				}
-				break
-			}
-			stop = nil
-		}
-		slow.Stop()
+		l.mu.Lock()
+		l.inflight--
+		l.mu.Unlock()
 	}
 }
 
