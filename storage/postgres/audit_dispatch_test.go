@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 )
 
@@ -171,4 +173,36 @@ func TestAuditStopAnswersEveryRowHandedIn(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, stored, "no refused row is stored")
 	t.Logf("%d committed, %d refused as shutting down", len(committed), len(refused))
+}
+
+// TestAuditCommitsWhileItsTenantIsBeingChanged: a tenant's settings change
+// locks its row for the length of its transaction, and every audit row
+// checks its tenant's row (the foreign key). The change's lock leaves the
+// key alone, so the audit rows of that tenant — and the batch they share
+// with every other tenant's — commit while it is held.
+func TestAuditCommitsWhileItsTenantIsBeingChanged(t *testing.T) {
+	t.Parallel()
+	l, env := newAuditLog(t)
+	store := postgres.NewIdentityStore(env.db)
+	locked, release := make(chan struct{}), make(chan struct{})
+	changed := make(chan error, 1)
+	go func() {
+		_, _, err := store.UpdateTenant(context.Background(), env.a.ID, func(tn *identity.Tenant) error {
+			close(locked)
+			<-release
+			tn.Name = "Acme renamed"
+			return nil
+		})
+		changed <- err
+	}()
+	<-locked
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, tenant := range []uuid.UUID{env.a.ID, env.b.ID, env.a.ID} {
+		wg.Go(func() { assert.NoError(t, l.Record(ctx, entry(tenant, "agent_status", audit.OutcomeOK))) })
+	}
+	wg.Wait()
+	close(release)
+	require.NoError(t, <-changed)
 }

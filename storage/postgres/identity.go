@@ -76,10 +76,12 @@ func (s *IdentityStore) ListTenants(ctx context.Context) ([]identity.Tenant, err
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (identity.Tenant, error) { return scanTenant(r) })
 }
 
-// UpdateTenant applies fn under a row lock and saves name and settings.
+// UpdateTenant applies fn under a row lock and saves name and settings. The
+// lock leaves the row's key alone (FOR NO KEY UPDATE), so the rows that
+// name the tenant — every audit row among them — are written meanwhile.
 func (s *IdentityStore) UpdateTenant(ctx context.Context, id uuid.UUID, fn func(*identity.Tenant) error) (t identity.Tenant, v int64, err error) {
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		t, err = scanTenant(tx.QueryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = $1 FOR UPDATE`, id))
+		t, err = scanTenant(tx.QueryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = $1 FOR NO KEY UPDATE`, id))
 		if err != nil {
 			return mapErr(err, "tenant")
 		}
