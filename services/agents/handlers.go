@@ -247,21 +247,52 @@ type agentView struct {
 	Status      string `json:"status"`
 }
 
+// statusOf reads what agent_status shows: the employee named one and its
+// manager's name (two lookups, whatever the size of the team), or with no
+// name every employee, trashed ones included, and all their names.
+func (s *Service) statusOf(ctx context.Context, tenantID uuid.UUID, one string) ([]identity.Agent, map[uuid.UUID]string, error) {
+	if one != "" {
+		a, err := s.dirs.AgentByName(ctx, tenantID, one)
+		if fault.Is(err, fault.NotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		names := map[uuid.UUID]string{}
+		if a.ReportsTo != uuid.Nil {
+			m, err := s.dirs.Agent(ctx, tenantID, a.ReportsTo)
+			switch {
+			case err == nil:
+				names[m.ID] = m.Name
+			case !fault.Is(err, fault.NotFound):
+				return nil, nil, err
+			}
+		}
+		return []identity.Agent{a}, names, nil
+	}
+	all, err := s.dirs.ListAgents(ctx, tenantID)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make(map[uuid.UUID]string, len(all))
+	for _, a := range all {
+		names[a.ID] = a.Name
+	}
+	return all, names, nil
+}
+
 func view(a identity.Agent, names map[uuid.UUID]string) agentView {
 	return agentView{Name: a.Name, Department: a.Department, Role: a.Role, ReportsTo: names[a.ReportsTo],
 		BudgetCents: a.BudgetCents, Status: string(a.Status)}
 }
 
 func (s *Service) status(ctx context.Context, c tools.Call) (*tools.Result, error) {
-	all, err := s.dirs.ListAgents(ctx, c.Subject.Tenant.ID)
+	one, _ := tools.String(c.Args, "name")
+	all, names, err := s.statusOf(ctx, c.Subject.Tenant.ID, one)
 	if err != nil {
 		return nil, err
 	}
-	names := make(map[uuid.UUID]string, len(all))
-	for _, a := range all {
-		names[a.ID] = a.Name
-	}
-	one, _ := tools.String(c.Args, "name")
 	var out []agentView
 	var text strings.Builder
 	for _, a := range all {

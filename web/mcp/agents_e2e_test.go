@@ -164,11 +164,33 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	res = s.call(t, "zed", "agent_status", `{}`).result(t)
 	require.Contains(t, text(t, res), "ann: active, platform")
 	require.Contains(t, text(t, res), "reports to bo")
+	// One by name shows exactly its line and entry of the whole list, its
+	// manager's name included.
+	everyone := res
+	res = s.call(t, "zed", "agent_status", `{"name":"ann"}`).result(t)
+	var annLine string
+	for _, l := range strings.Split(text(t, everyone), "\n") {
+		if strings.HasPrefix(l, "ann: ") {
+			annLine = l + "\n"
+		}
+	}
+	require.Equal(t, annLine, text(t, res))
+	require.Contains(t, annLine, "reports to bo")
+	var annEntry any
+	for _, v := range everyone["structuredContent"].(map[string]any)["agents"].([]any) {
+		if v.(map[string]any)["name"] == "ann" {
+			annEntry = v
+		}
+	}
+	require.Equal(t, []any{annEntry}, res["structuredContent"].(map[string]any)["agents"])
+	res = s.call(t, "zed", "agent_status", `{"name":"nobody"}`).result(t)
+	require.Equal(t, true, res["isError"])
+	require.Contains(t, text(t, res), `no AI employee is named "nobody"`)
 
 	// Every call above left exactly one durable audit row.
 	rows, err := s.log.List(ctx, s.tenant.ID, audit.Filter{Limit: 1000})
 	require.NoError(t, err)
-	require.Len(t, rows, 10)
+	require.Len(t, rows, 12)
 	for _, r := range rows {
 		require.False(t, strings.Contains(r.ArgsDigest, "carl"))
 	}
