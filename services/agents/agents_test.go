@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -37,6 +38,20 @@ func (d *fakeDir) AgentByName(_ context.Context, _ uuid.UUID, name string) (iden
 
 func (d *fakeDir) ListAgents(context.Context, uuid.UUID) ([]identity.Agent, error) {
 	return d.agents, d.listErr
+}
+
+func (d *fakeDir) ListAgentsPage(context.Context, uuid.UUID, identity.AgentPage) ([]identity.Agent, int, error) {
+	return d.agents, len(d.agents), d.listErr
+}
+
+func (d *fakeDir) AgentNames(_ context.Context, _ uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	names := map[uuid.UUID]string{}
+	for _, a := range d.agents {
+		if slices.Contains(ids, a.ID) {
+			names[a.ID] = a.Name
+		}
+	}
+	return names, nil
 }
 
 type fakeRes struct {

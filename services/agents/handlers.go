@@ -247,39 +247,42 @@ type agentView struct {
 	Status      string `json:"status"`
 }
 
-// statusOf reads what agent_status shows: the employee named one and its
+// statusPage is what agent_status shows: the employee named one and its
 // manager's name (two lookups, whatever the size of the team), or with no
-// name every employee, trashed ones included, and all their names.
-func (s *Service) statusOf(ctx context.Context, tenantID uuid.UUID, one string) ([]identity.Agent, map[uuid.UUID]string, error) {
+// name one page of the team by name, trashed employees included, after the
+// name after, with their managers' names; more reports whether employees
+// follow the page.
+func (s *Service) statusPage(ctx context.Context, tenantID uuid.UUID, one, after string, limit int) (page []identity.Agent, names map[uuid.UUID]string, more bool, err error) {
 	if one != "" {
 		a, err := s.dirs.AgentByName(ctx, tenantID, one)
 		if fault.Is(err, fault.NotFound) {
-			return nil, nil, nil
+			return nil, nil, false, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
-		names := map[uuid.UUID]string{}
-		if a.ReportsTo != uuid.Nil {
-			m, err := s.dirs.Agent(ctx, tenantID, a.ReportsTo)
-			switch {
-			case err == nil:
-				names[m.ID] = m.Name
-			case !fault.Is(err, fault.NotFound):
-				return nil, nil, err
-			}
+		page = []identity.Agent{a}
+	} else {
+		// One more than the page tells whether another follows.
+		page, _, err = s.dirs.ListAgentsPage(ctx, tenantID, identity.AgentPage{After: after, Limit: limit + 1})
+		if err != nil {
+			return nil, nil, false, err
 		}
-		return []identity.Agent{a}, names, nil
+		if more = len(page) > limit; more {
+			page = page[:limit]
+		}
 	}
-	all, err := s.dirs.ListAgents(ctx, tenantID)
+	var managers []uuid.UUID
+	for _, a := range page {
+		if a.ReportsTo != uuid.Nil && !slices.Contains(managers, a.ReportsTo) {
+			managers = append(managers, a.ReportsTo)
+		}
+	}
+	names, err = s.dirs.AgentNames(ctx, tenantID, managers)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	names := make(map[uuid.UUID]string, len(all))
-	for _, a := range all {
-		names[a.ID] = a.Name
-	}
-	return all, names, nil
+	return page, names, more, nil
 }
 
 func view(a identity.Agent, names map[uuid.UUID]string) agentView {
@@ -289,16 +292,21 @@ func view(a identity.Agent, names map[uuid.UUID]string) agentView {
 
 func (s *Service) status(ctx context.Context, c tools.Call) (*tools.Result, error) {
 	one, _ := tools.String(c.Args, "name")
-	all, names, err := s.statusOf(ctx, c.Subject.Tenant.ID, one)
+	after, _ := tools.String(c.Args, "cursor")
+	limit := 50
+	if n, ok := tools.Int(c.Args, "limit"); ok {
+		if n < 1 || n > 100 {
+			return nil, fault.New(fault.Invalid, "limit must be 1-100")
+		}
+		limit = int(n)
+	}
+	page, names, more, err := s.statusPage(ctx, c.Subject.Tenant.ID, one, after, limit)
 	if err != nil {
 		return nil, err
 	}
 	var out []agentView
 	var text strings.Builder
-	for _, a := range all {
-		if one != "" && a.Name != one {
-			continue
-		}
+	for _, a := range page {
 		v := view(a, names)
 		out = append(out, v)
 		fmt.Fprintf(&text, "%s: %s", v.Name, v.Status)
@@ -313,8 +321,13 @@ func (s *Service) status(ctx context.Context, c tools.Call) (*tools.Result, erro
 	if one != "" && len(out) == 0 {
 		return nil, fault.New(fault.NotFound, "no AI employee is named %q", one)
 	}
+	structured := map[string]any{"agents": out}
+	if more {
+		structured["next_cursor"] = out[len(out)-1].Name
+		text.WriteString("More AI employees: pass next_cursor as cursor.\n")
+	}
 	if len(out) == 0 {
 		text.WriteString("No AI employees yet.")
 	}
-	return &tools.Result{Text: text.String(), Structured: map[string]any{"agents": out}}, nil
+	return &tools.Result{Text: text.String(), Structured: structured}, nil
 }

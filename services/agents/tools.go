@@ -44,8 +44,11 @@ func (s *Service) Register(reg *tools.Registry) {
 	})
 	reg.Register(tools.Tool{
 		Name: "agent_status", Family: "agents", Scope: identity.ScopeToolsRead,
-		Description: "Show AI employees' status: department, role, manager, budget and whether each is active or in the trash.",
-		Params:      []tools.Param{{Name: "name", Type: "string", Description: "One employee's name; omit for all."}},
+		Description: "Show AI employees' status: department, role, manager, budget and whether each is active or in the trash. Without a name, the team by name a page at a time.",
+		Params: []tools.Param{
+			{Name: "name", Type: "string", Description: "One employee's name; omit for the whole team."},
+			{Name: "limit", Type: "integer", Description: "Without a name: at most this many employees, 1-100 (default 50)."},
+			{Name: "cursor", Type: "string", Description: "next_cursor of the previous page."}},
 		Annotations: tools.Annotations{Title: "AI employee status", ReadOnly: true, OpenWorld: ptr(false)},
 		Handler:     s.status,
 	})

@@ -186,11 +186,35 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	res = s.call(t, "zed", "agent_status", `{"name":"nobody"}`).result(t)
 	require.Equal(t, true, res["isError"])
 	require.Contains(t, text(t, res), `no AI employee is named "nobody"`)
+	// Without a name the team comes a page at a time, by name; the pages
+	// together are the whole list.
+	var paged string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 20)
+		args := `{"limit":2}`
+		if cursor != "" {
+			args = fmt.Sprintf(`{"limit":2,"cursor":%q}`, cursor)
+		}
+		res = s.call(t, "zed", "agent_status", args).result(t)
+		st := res["structuredContent"].(map[string]any)
+		require.LessOrEqual(t, len(st["agents"].([]any)), 2)
+		next, more := st["next_cursor"].(string)
+		paged += strings.TrimSuffix(text(t, res), "More AI employees: pass next_cursor as cursor.\n")
+		if !more {
+			break
+		}
+		cursor = next
+	}
+	require.Equal(t, text(t, everyone), paged)
+	e = s.call(t, "zed", "agent_status", `{"limit":101}`).result(t)
+	require.Equal(t, true, e["isError"])
+	require.Contains(t, text(t, e), "limit must be 1-100")
 
 	// Every call above left exactly one durable audit row.
 	rows, err := s.log.List(ctx, s.tenant.ID, audit.Filter{Limit: 1000})
 	require.NoError(t, err)
-	require.Len(t, rows, 12)
+	require.Len(t, rows, 16)
 	for _, r := range rows {
 		require.False(t, strings.Contains(r.ArgsDigest, "carl"))
 	}
