@@ -62,7 +62,7 @@ func recorded(ctx context.Context, a *app, ac action, fs *flag.FlagSet, args []s
 	}
 	body, _ := json.Marshal(given)
 	change, digest := audit.MaskedChange(body)
-	e := audit.Entry{ID: uuid.New(), TenantID: rec.tenant, PrincipalKind: "operator", PrincipalID: audit.Clean(cliActor()),
+	e := audit.Entry{ID: audit.NewID(), TenantID: rec.tenant, PrincipalKind: "operator", PrincipalID: audit.Clean(cliActor()),
 		ArgsDigest: digest, Outcome: audit.OutcomeOK, Event: "operator_action", At: time.Now(), Latency: time.Since(start),
 		Source: audit.SourceCLI, Action: ac.audit, Object: audit.Clean(rec.object), Change: change}
 	if err != nil {

@@ -32,6 +32,20 @@ const (
 	SourceDashboard = "dashboard" // a form posted in the operator dashboard
 )
 
+// NewID returns the id of a new audit row: a UUIDv7, whose leading bits
+// are the time it was made, so a tenant's rows land at the end of the
+// table's (tenant, id) key rather than anywhere in it. Random ids touch a
+// different index page with every row; on a large trail that page is
+// seldom in memory, and after each checkpoint its first change writes the
+// whole page to the WAL again (docs/benchmarks.md, "Audit trail").
+func NewID() uuid.UUID {
+	id, err := uuid.NewV7()
+	if err != nil { // the system's random source failed
+		return uuid.New()
+	}
+	return id
+}
+
 // Entry is one audit row. A tool call's row never holds argument values:
 // only a digest that leaves secret parameters out. An operator action's
 // row names what was done (Action: the admin API's operation id, which the

@@ -97,7 +97,7 @@ const (
 // refused (by a gate or the cap), held, failed or withdrawn. It is written
 // in the transaction that records the state.
 func NoticeAudit(n Notice, q Wakeup, at time.Time) *audit.Entry {
-	e := &audit.Entry{ID: uuid.New(), TenantID: n.TenantID, PrincipalKind: "employee", PrincipalID: q.CreatedBy, Tool: "responsibility_ask",
+	e := &audit.Entry{ID: audit.NewID(), TenantID: n.TenantID, PrincipalKind: "employee", PrincipalID: q.CreatedBy, Tool: "responsibility_ask",
 		Source: audit.SourceMCP, Object: "question:" + q.ID.String(), At: at, Message: "question push " + string(n.State)}
 	if n.Reason != "" {
 		e.Message += ": " + n.Reason

@@ -371,7 +371,7 @@ func (l *AuditLog) insert(ctx context.Context, conns *pgxpool.Pool, batch []*pen
 	for i, p := range batch {
 		e := p.e
 		if e.ID == uuid.Nil {
-			e.ID = uuid.New()
+			e.ID = audit.NewID()
 		}
 		if e.Source == "" {
 			e.Source = audit.SourceMCP

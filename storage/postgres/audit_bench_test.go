@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
@@ -102,6 +104,69 @@ func BenchmarkAuditRecordBusyPool(b *testing.B) {
 			})
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/float64(l.Commits()), "rows/commit")
+		})
+	}
+}
+
+// BenchmarkAuditWALPerRow is the WAL the trail writes per row once it is
+// large: 200,000 rows of history in one tenant, a checkpoint, then b.N rows
+// recorded from 8 callers, with ids that are random (UUIDv4, as before) and
+// time-ordered (UUIDv7, audit.NewID). The first change to an index page
+// after a checkpoint writes the whole page to the WAL; random ids change a
+// different page of the (tenant, id) key with nearly every row, time-ordered
+// ids the same few at its end. It reports WAL bytes per row and rows per
+// second.
+//
+//	go test ./storage/postgres -run '^$' -bench AuditWALPerRow -benchtime 4000x
+func BenchmarkAuditWALPerRow(b *testing.B) {
+	l, s := newAuditLogTB(b)
+	ctx := context.Background()
+	_, err := s.db.Pool.Exec(ctx, `INSERT INTO audit_events (tenant_id, id, at, principal_kind, principal_id, tool, args_digest,
+		outcome, event_type) SELECT $1, gen_random_uuid(), now() - g * interval '1 ms', 'employee', 'agent:x', 'history', 'd',
+		'ok', 'tool_call' FROM generate_series(1, 200000) g`, s.a.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ids := range []struct {
+		name string
+		new  func() uuid.UUID
+	}{{"random", uuid.New}, {"time-ordered", audit.NewID}} {
+		b.Run("ids="+ids.name, func(b *testing.B) {
+			var lsn0, lsn1 string
+			if _, err := s.db.Pool.Exec(ctx, `CHECKPOINT`); err != nil {
+				b.Skipf("CHECKPOINT needs a superuser or pg_checkpoint: %v", err)
+			}
+			if err := s.db.Pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn0); err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for range 8 {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						e := entry(s.a.ID, "bench", audit.OutcomeOK)
+						e.ID = ids.new()
+						if err := l.Record(ctx, e); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			var wal float64
+			if err := s.db.Pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn1); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.db.Pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)`, lsn1, lsn0).Scan(&wal); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(wal/float64(b.N), "wal-B/row")
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rows/s")
 		})
 	}
 }

@@ -113,7 +113,7 @@ func (a *API) operatorRow(c echo.Context, op Operation, p identity.Principal, bo
 	}
 	change, digest := audit.MaskedChange(body)
 	return audit.Entry{
-		ID: uuid.New(), TenantID: tenantID, PrincipalKind: string(p.Kind), PrincipalID: audit.Clean(p.ID()),
+		ID: audit.NewID(), TenantID: tenantID, PrincipalKind: string(p.Kind), PrincipalID: audit.Clean(p.ID()),
 		ArgsDigest: digest, Outcome: outcomeOf(status), Code: int64(status),
 		Event: EventOperatorAction, Message: audit.Clean(msg), At: time.Now(), Source: audit.SourceAdminAPI,
 		Action: op.ID, Object: audit.Clean(objectOf(c, op, created)), Change: change,

@@ -217,6 +217,7 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	require.Len(t, rows, 16)
 	for _, r := range rows {
 		require.False(t, strings.Contains(r.ArgsDigest, "carl"))
+		require.EqualValues(t, 7, r.ID.Version(), "audit ids are time-ordered (UUIDv7)")
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -47,7 +46,7 @@ func (h *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Resul
 func (h *Handler) invoke(ctx context.Context, p identity.Principal, name string, rawArgs json.RawMessage, note *callNote,
 	progress func(progress, total float64, message string)) (*sdk.CallToolResult, *jsonrpc.Error) {
 	start := time.Now()
-	e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
+	e := audit.Entry{ID: audit.NewID(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
 		Tool: name, At: start}
 	allowed, res, rerr := h.decide(ctx, p, name, rawArgs, &e)
 	if allowed != nil {
@@ -224,7 +223,7 @@ func (h *Handler) stepUp(w http.ResponseWriter, r *http.Request, p identity.Prin
 	if d.Allowed || d.NeedScope == "" {
 		return false
 	}
-	e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(), Tool: name,
+	e := audit.Entry{ID: audit.NewID(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(), Tool: name,
 		Outcome: audit.OutcomeRefused, Code: d.Code, Event: d.Event, Message: d.Reason, At: time.Now()}
 	note, _ := r.Context().Value(callNoteKey{}).(*callNote)
 	if err := h.audit.Record(r.Context(), e); err != nil {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/visorhq/visor/services/audit"
@@ -30,7 +29,7 @@ func (h *Handler) refuseText(w http.ResponseWriter, r *http.Request, p identity.
 		status, id = http.StatusBadRequest, nil
 	}
 	if pk.Method == "tools/call" {
-		e := audit.Entry{ID: uuid.New(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
+		e := audit.Entry{ID: audit.NewID(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
 			Tool: validtext.Storable(pk.Params.Name), Outcome: audit.OutcomeRefused, Code: code, Event: tools.EventInvalidText,
 			Message: msg, At: time.Now()}
 		note, _ := r.Context().Value(callNoteKey{}).(*callNote)

@@ -96,6 +96,6 @@ func (h *SpendHandler) refuse(ctx context.Context, t identity.Tenant, p identity
 
 // record writes a refused report's audit row.
 func (h *SpendHandler) record(ctx context.Context, t identity.Tenant, p identity.Principal, msg string) error {
-	return h.audit.Record(ctx, audit.Entry{ID: uuid.New(), TenantID: t.ID, PrincipalKind: string(p.Kind), PrincipalID: p.ID(),
+	return h.audit.Record(ctx, audit.Entry{ID: audit.NewID(), TenantID: t.ID, PrincipalKind: string(p.Kind), PrincipalID: p.ID(),
 		Tool: SpendTool, Outcome: audit.OutcomeRefused, Event: EventRefused, Message: msg, At: time.Now(), Source: audit.SourceMCP})
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/audit"
@@ -105,7 +104,7 @@ func (d *Dashboard) record(ctx context.Context, v *View, op string, form []byte,
 		return nil
 	}
 	change, digest := audit.MaskedChange(form)
-	e := audit.Entry{ID: uuid.New(), TenantID: v.Tenant.ID, PrincipalKind: string(v.Principal.Kind), PrincipalID: audit.Clean(v.Principal.ID()),
+	e := audit.Entry{ID: audit.NewID(), TenantID: v.Tenant.ID, PrincipalKind: string(v.Principal.Kind), PrincipalID: audit.Clean(v.Principal.ID()),
 		ArgsDigest: digest, Outcome: outcomeOf(status), Code: int64(status), Event: eventOperatorAction, Message: audit.Clean(msg),
 		At: time.Now(), Source: audit.SourceDashboard, Action: op, Object: audit.Clean(v.Object), Change: change}
 	if len(latency) > 0 {
