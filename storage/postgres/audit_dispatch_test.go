@@ -50,7 +50,7 @@ func blockedCommit(t *testing.T, l *postgres.AuditLog, env auditEnv, tenant uuid
 		err := env.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND application_name = 'visor-audit' AND wait_event_type = 'Lock'`).Scan(&n)
 		return err == nil && n == 1
-	}, 10*time.Second, 5*time.Millisecond, "the writer waits for the other transaction")
+	}, 30*time.Second, 5*time.Millisecond, "the writer waits for the other transaction")
 	return ch, release
 }
 
@@ -79,6 +79,7 @@ func TestAuditRowsArrivingDuringACommitShareTheNext(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	require.Zero(t, l.Commits())
+	require.Eventually(t, func() bool { return l.Waiting() == n }, 30*time.Second, time.Millisecond, "every row handed in")
 	release()
 	require.NoError(t, <-first)
 	for range n {
@@ -196,7 +197,7 @@ func TestAuditCommitsWhileItsTenantIsBeingChanged(t *testing.T) {
 		changed <- err
 	}()
 	<-locked
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, tenant := range []uuid.UUID{env.a.ID, env.b.ID, env.a.ID} {

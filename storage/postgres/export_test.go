@@ -28,3 +28,10 @@ func (l *AuditLog) CommitBatch(entries []audit.Entry) []error {
 // SetSlowAfter sets how long a commit runs before another may start beside
 // it. Call it before Start.
 func (l *AuditLog) SetSlowAfter(d time.Duration) { l.slowAfter = d }
+
+// Waiting is how many rows wait for a writer to take them.
+func (l *AuditLog) Waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.waiting)
+}
