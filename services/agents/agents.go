@@ -46,7 +46,7 @@ type Directory interface {
 	Agent(ctx context.Context, tenantID, id uuid.UUID) (identity.Agent, error)
 	AgentByName(ctx context.Context, tenantID uuid.UUID, name string) (identity.Agent, error)
 	ListAgents(ctx context.Context, tenantID uuid.UUID) ([]identity.Agent, error)
-	ListAgentsPage(ctx context.Context, tenantID uuid.UUID, p identity.AgentPage) ([]identity.Agent, int, error)
+	AgentsAfter(ctx context.Context, tenantID uuid.UUID, after string, limit int) ([]identity.Agent, error)
 	AgentNames(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
 }
 

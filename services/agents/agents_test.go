@@ -40,8 +40,8 @@ func (d *fakeDir) ListAgents(context.Context, uuid.UUID) ([]identity.Agent, erro
 	return d.agents, d.listErr
 }
 
-func (d *fakeDir) ListAgentsPage(context.Context, uuid.UUID, identity.AgentPage) ([]identity.Agent, int, error) {
-	return d.agents, len(d.agents), d.listErr
+func (d *fakeDir) AgentsAfter(context.Context, uuid.UUID, string, int) ([]identity.Agent, error) {
+	return d.agents, d.listErr
 }
 
 func (d *fakeDir) AgentNames(_ context.Context, _ uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {

@@ -264,7 +264,7 @@ func (s *Service) statusPage(ctx context.Context, tenantID uuid.UUID, one, after
 		page = []identity.Agent{a}
 	} else {
 		// One more than the page tells whether another follows.
-		page, _, err = s.dirs.ListAgentsPage(ctx, tenantID, identity.AgentPage{After: after, Limit: limit + 1})
+		page, err = s.dirs.AgentsAfter(ctx, tenantID, after, limit+1)
 		if err != nil {
 			return nil, nil, false, err
 		}

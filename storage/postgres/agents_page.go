@@ -24,13 +24,26 @@ func (s *IdentityStore) ListAgentsPage(ctx context.Context, tenantID uuid.UUID, 
 	if err != nil {
 		return nil, 0, err
 	}
+	as, err := s.agentsAfter(ctx, tenantID, p)
+	return as, total, err
+}
+
+// AgentsAfter returns up to limit of the tenant's agents named after after,
+// by name, trashed ones included: ListAgentsPage without the search and
+// the count.
+func (s *IdentityStore) AgentsAfter(ctx context.Context, tenantID uuid.UUID, after string, limit int) ([]identity.Agent, error) {
+	return s.agentsAfter(ctx, tenantID, identity.AgentPage{After: after, Limit: limit})
+}
+
+// agentsAfter is the page of ListAgentsPage, walking the (tenant, name)
+// index.
+func (s *IdentityStore) agentsAfter(ctx context.Context, tenantID uuid.UUID, p identity.AgentPage) ([]identity.Agent, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+agentCols+` FROM agents WHERE tenant_id = $1 AND `+agentMatches+`
 		AND name > $3 ORDER BY name LIMIT $4`, tenantID, p.Search, p.After, p.Limit)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (identity.Agent, error) { return scanAgent(r) })
-	return as, total, err
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (identity.Agent, error) { return scanAgent(r) })
 }
 
 // AgentNames returns the names of the tenant's agents among ids; ids of

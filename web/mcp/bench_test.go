@@ -88,7 +88,10 @@ func fullStackWith(b *testing.B, extra int, opts Options) (url, token, noAuth st
 	logger := slog.New(slog.DiscardHandler)
 	store := postgres.NewIdentityStore(db)
 	ids := identity.NewService(store, changes.Discard{}, logger)
-	benchPostgresCPU = func() (time.Duration, bool) { return pgtest.ServerCPU(ctx, db.Pool) }
+	if benchPostgresCPU == nil { // the benchmark's first stack is the one it measures as full
+		benchPostgresCPU = func() (time.Duration, bool) { return pgtest.ServerCPU(ctx, db.Pool) }
+		b.Cleanup(func() { benchPostgresCPU = nil })
+	}
 	trail := postgres.NewAuditLog(db, 4, logger)
 	if err := trail.Start(ctx); err != nil {
 		b.Fatal(err)
@@ -155,9 +158,10 @@ type loadStats struct {
 }
 
 // benchPostgresCPU reads the CPU time the Postgres server has used so far
-// (pgtest.ServerCPU on the newest full stack's database), so that loadWith
-// can report the database's share of a request; nil until a full stack is
-// built.
+// (pgtest.ServerCPU on the database of the benchmark's first full stack,
+// the one its "full" server uses), so that loadWith can report the
+// database's share of a request; nil outside a benchmark with a full
+// stack.
 var benchPostgresCPU func() (time.Duration, bool)
 
 // processCPU is the CPU time (user and system) this process has used:
