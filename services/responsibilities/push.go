@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/rounds"
-	"github.com/visorhq/visor/web/egress"
 )
 
 // ErrPushPermanent marks a push that no retry can deliver (the address is
@@ -163,7 +163,7 @@ func (s *Service) post(ctx context.Context, t NoticeTarget, now time.Time) error
 	res, err := s.notifier.HTTP.Do(req)
 	if err != nil {
 		msg := transportError(err)
-		if fault.Is(err, fault.Forbidden) || errors.Is(err, egress.ErrRedirect) {
+		if fault.Is(err, fault.Forbidden) || strings.Contains(err.Error(), "redirects are not followed") {
 			return fmt.Errorf("%w: %s", ErrPushPermanent, msg)
 		}
 		return errors.New(msg)

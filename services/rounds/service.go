@@ -19,7 +19,6 @@ import (
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/web/egress"
 )
 
 // Target is what delivering one wake-up needs, read in one go.
@@ -299,7 +298,7 @@ func (s *Service) push(ctx context.Context, tg Target) error {
 	SetHeaders(req.Header, tg.Secret, w.ID.String(), s.now(), body)
 	res, err := s.cfg.HTTP.Do(req)
 	if err != nil {
-		if fault.Is(err, fault.Forbidden) || errors.Is(err, egress.ErrRedirect) {
+		if fault.Is(err, fault.Forbidden) || strings.Contains(err.Error(), "redirects are not followed") {
 			return fmt.Errorf("%w: %s", ErrPermanent, describe(err))
 		}
 		return errors.New(describe(err))
