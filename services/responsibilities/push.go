@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -163,7 +162,7 @@ func (s *Service) post(ctx context.Context, t NoticeTarget, now time.Time) error
 	res, err := s.notifier.HTTP.Do(req)
 	if err != nil {
 		msg := transportError(err)
-		if fault.Is(err, fault.Forbidden) || strings.Contains(err.Error(), "redirects are not followed") {
+		if fault.Is(err, fault.Forbidden) { // a refused address or a redirect
 			return fmt.Errorf("%w: %s", ErrPushPermanent, msg)
 		}
 		return errors.New(msg)

@@ -298,7 +298,7 @@ func (s *Service) push(ctx context.Context, tg Target) error {
 	SetHeaders(req.Header, tg.Secret, w.ID.String(), s.now(), body)
 	res, err := s.cfg.HTTP.Do(req)
 	if err != nil {
-		if fault.Is(err, fault.Forbidden) || strings.Contains(err.Error(), "redirects are not followed") {
+		if fault.Is(err, fault.Forbidden) { // a refused address or a redirect
 			return fmt.Errorf("%w: %s", ErrPermanent, describe(err))
 		}
 		return errors.New(describe(err))

@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -44,8 +43,10 @@ type Client struct {
 	maxBytes int64
 }
 
-// ErrRedirect is returned (wrapped) for a response that redirects.
-var ErrRedirect = errors.New("redirects are not followed")
+// ErrRedirect is returned (wrapped) for a response that redirects. It is a
+// fault.Forbidden error, as a refused address is, so a caller outside web/
+// tells both refusals from a failure worth retrying by fault.Is alone.
+var ErrRedirect error = fault.New(fault.Forbidden, "redirects are not followed")
 
 // New returns a Client.
 func New(cfg Config) *Client {
