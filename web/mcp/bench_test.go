@@ -177,6 +177,53 @@ func processCPU() time.Duration {
 // loadWith is load from the given number of goroutines. It returns the
 // figures it reports.
 func loadWith(b *testing.B, workers int, url, token string, hdr map[string]string, body string) loadStats {
+	l := newLoader(b, workers, url, token, hdr, body)
+	pg0, pgOK := time.Duration(0), false
+	if benchPostgresCPU != nil {
+		pg0, pgOK = benchPostgresCPU()
+	}
+	cpu0 := processCPU()
+	b.ResetTimer()
+	lat, elapsed, err := l.run(b.N)
+	b.StopTimer()
+	cpu := processCPU() - cpu0
+	if err != nil {
+		b.Fatal(err)
+	}
+	// CPU per request: this process (clients and server together) and the
+	// Postgres server (the database's backends and the server's background
+	// processes: with no other database busy, the audit rows' commits).
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+	if pgOK {
+		if pg1, ok := benchPostgresCPU(); ok {
+			b.ReportMetric(float64((pg1-pg0).Microseconds())/float64(b.N), "pg-µs/op")
+		}
+	}
+	st := statsOf(lat, elapsed)
+	b.ReportMetric(st.rps, "req/s")
+	b.ReportMetric(float64(st.p50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(st.p99.Microseconds()), "p99-µs")
+	return st
+}
+
+// statsOf is the throughput and percentiles of requests that took lat in
+// all and elapsed of wall time; it sorts lat.
+func statsOf(lat []time.Duration, elapsed time.Duration) loadStats {
+	slices.Sort(lat)
+	return loadStats{rps: float64(len(lat)) / elapsed.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
+}
+
+// loader sends one request body to one server from a fixed number of
+// goroutines, each in a closed loop (the next request when the last is
+// answered).
+type loader struct {
+	workers int
+	send    func() error
+}
+
+// newLoader returns a loader for url with its connections and the
+// server's caches warmed by 50 requests.
+func newLoader(b *testing.B, workers int, url, token string, hdr map[string]string, body string) *loader {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2}}
 	// Requests in flight on one session need distinct ids.
 	var ids atomic.Int64
@@ -211,28 +258,30 @@ func loadWith(b *testing.B, workers int, url, token string, hdr map[string]strin
 			b.Fatal(err)
 		}
 	}
-	lat := make([][]time.Duration, workers)
+	return &loader{workers: workers, send: send}
+}
+
+// run sends n requests, spread over the loader's goroutines, and returns
+// each one's latency and the wall time of them all; it stops at the first
+// failed request.
+func (l *loader) run(n int) ([]time.Duration, time.Duration, error) {
+	lat := make([][]time.Duration, l.workers)
 	var wg sync.WaitGroup
 	var failed error
 	var mu sync.Mutex
-	pg0, pgOK := time.Duration(0), false
-	if benchPostgresCPU != nil {
-		pg0, pgOK = benchPostgresCPU()
-	}
-	cpu0 := processCPU()
-	b.ResetTimer()
 	start := time.Now()
-	for w := range workers {
-		n := b.N / workers
-		if w < b.N%workers {
-			n++
+	for w := range l.workers {
+		m := n / l.workers
+		if w < n%l.workers {
+			m++
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range n {
+			lat[w] = make([]time.Duration, 0, m)
+			for range m {
 				t0 := time.Now()
-				if err := send(); err != nil {
+				if err := l.send(); err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()
@@ -243,28 +292,7 @@ func loadWith(b *testing.B, workers int, url, token string, hdr map[string]strin
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	cpu := processCPU() - cpu0
-	if failed != nil {
-		b.Fatal(failed)
-	}
-	// CPU per request: this process (clients and server together) and the
-	// Postgres server (the database's backends and the server's background
-	// processes: with no other database busy, the audit rows' commits).
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
-	if pgOK {
-		if pg1, ok := benchPostgresCPU(); ok {
-			b.ReportMetric(float64((pg1-pg0).Microseconds())/float64(b.N), "pg-µs/op")
-		}
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	st := loadStats{rps: float64(len(all)) / elapsed.Seconds(), p50: all[len(all)/2], p99: all[len(all)*99/100]}
-	b.ReportMetric(st.rps, "req/s")
-	b.ReportMetric(float64(st.p50.Microseconds()), "p50-µs")
-	b.ReportMetric(float64(st.p99.Microseconds()), "p99-µs")
-	return st
+	return slices.Concat(lat...), time.Since(start), failed
 }
 
 func BenchmarkEndpoint(b *testing.B) {

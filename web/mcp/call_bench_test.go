@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,13 +25,8 @@ import (
 //
 //	go test ./web/mcp -run '^$' -bench '^BenchmarkCall$' -benchtime 1000x -v
 func BenchmarkCall(b *testing.B) {
-	full, token, _, reg := fullStack(b)
-	bare, bareSessions := bareServers(b, reg)
-	modern := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"},` + modernMeta + `}}`
-	legacy := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"}}}`
+	full, token, bare, bareSessions, modern, legacy, fullHdr, bareHdr := callServers(b)
 	const version = "2025-11-25"
-	fullHdr := map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, full, token, version)}
-	bareHdr := map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, bareSessions, "", version)}
 	type server struct {
 		name, url, token string
 		hdr              map[string]string
@@ -65,6 +61,21 @@ func BenchmarkCall(b *testing.B) {
 	}
 }
 
+// callServers starts the full endpoint and the bare servers of the call
+// benchmarks, and opens a 2025-11-25 session on the full endpoint and on
+// the bare session server. It returns their URLs, the agent's token, the
+// request bodies of both eras, and the headers of the two sessions.
+func callServers(b *testing.B) (full, token, bare, bareSessions, modern, legacy string, fullHdr, bareHdr map[string]string) {
+	full, token, _, reg := fullStack(b)
+	bare, bareSessions = bareServers(b, reg)
+	modern = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"},` + modernMeta + `}}`
+	legacy = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"}}}`
+	const version = "2025-11-25"
+	fullHdr = map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, full, token, version)}
+	bareHdr = map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, bareSessions, "", version)}
+	return full, token, bare, bareSessions, modern, legacy, fullHdr, bareHdr
+}
+
 // bareServers serves reg's tool names and schemas from one plain go-sdk
 // server — no auth, no policy, no audit — stateless (the 2026-07-28 way)
 // and with sessions (the earlier eras' way). Its tools answer like
@@ -83,4 +94,58 @@ func bareServers(b *testing.B, reg *tools.Registry) (stateless, sessions string)
 	c := httptest.NewServer(sdk.NewStreamableHTTPHandler(get, nil))
 	b.Cleanup(c.Close)
 	return a.URL, c.URL
+}
+
+// BenchmarkCallAlternating is BenchmarkCall's comparison at 8 and 16
+// clients with the machine's drift spread over both sides: the bare server
+// and the full endpoint take turns, in 20 slices each of b.N/20 calls (at
+// least one per client; bare first in even slices, full first in odd
+// ones), so that a change in the machine's load during the run falls on
+// both alike rather than on whichever ran second. Throughput is each
+// server's calls over its own slices' wall time; p50 is over all its
+// calls. Each case reports the ratio as full/bare.
+//
+//	go test ./web/mcp -run '^$' -bench '^BenchmarkCallAlternating$' -benchtime 20000x -v
+func BenchmarkCallAlternating(b *testing.B) {
+	full, token, bare, bareSessions, modern, legacy, fullHdr, bareHdr := callServers(b)
+	const version = "2025-11-25"
+	const rounds = 20
+	for _, workers := range []int{8, 16} {
+		for _, c := range []struct {
+			name             string
+			body             string
+			bareURL          string
+			bareHdr, fullHdr map[string]string
+		}{
+			{"modern", modern, bare, modernHeaders("tools/call", "bench_echo"), modernHeaders("tools/call", "bench_echo")},
+			{"legacy-session", legacy, bareSessions, bareHdr, fullHdr},
+			{"legacy-stateless", legacy, bare, map[string]string{"Mcp-Protocol-Version": version}, fullHdr},
+		} {
+			b.Run(fmt.Sprintf("%s/c%d", c.name, workers), func(b *testing.B) {
+				per := max(b.N/rounds, workers) // b.N is 1 in the benchmark's first, sizing run
+				pair := [2]*loader{newLoader(b, workers, c.bareURL, "", c.bareHdr, c.body), newLoader(b, workers, full, token, c.fullHdr, c.body)}
+				var lat [2][]time.Duration
+				var took [2]time.Duration
+				b.ResetTimer()
+				for i := range rounds {
+					for j := range 2 {
+						k := (i + j) % 2
+						l, d, err := pair[k].run(per)
+						if err != nil {
+							b.Fatal(err)
+						}
+						lat[k], took[k] = append(lat[k], l...), took[k]+d
+					}
+				}
+				b.StopTimer()
+				bs, fs := statsOf(lat[0], took[0]), statsOf(lat[1], took[1])
+				b.ReportMetric(bs.rps, "bare-req/s")
+				b.ReportMetric(fs.rps, "full-req/s")
+				b.ReportMetric(fs.rps/bs.rps, "full/bare")
+				b.ReportMetric(float64(fs.p50-bs.p50)/1e3, "p50-diff-µs")
+				b.Logf("%s c%d: full ÷ bare throughput %.2f×; p50 full − bare %+.2f ms (bare %.2f ms, full %.2f ms)",
+					c.name, workers, fs.rps/bs.rps, float64(fs.p50-bs.p50)/1e6, float64(bs.p50)/1e6, float64(fs.p50)/1e6)
+			})
+		}
+	}
 }
