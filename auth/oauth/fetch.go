@@ -50,12 +50,14 @@ func (f *Fetcher) Fetch(ctx context.Context, id string) (credentials.Client, err
 	req.Header.Set("Accept", "application/json")
 	res, err := f.client.Do(req)
 	if err != nil {
+		// A redirect is also a fault (egress refuses it as it refuses an
+		// address), so it is told apart first.
+		if errors.Is(err, egress.ErrRedirect) {
+			return credentials.Client{}, fault.New(fault.Invalid, "the client metadata document URL redirects; redirects are not followed")
+		}
 		var fe *fault.Error
 		if errors.As(err, &fe) {
 			return credentials.Client{}, fault.New(fe.Code, "the client_id %s", strings.TrimPrefix(fe.Msg, "the "))
-		}
-		if errors.Is(err, egress.ErrRedirect) {
-			return credentials.Client{}, fault.New(fault.Invalid, "the client metadata document URL redirects; redirects are not followed")
 		}
 		return credentials.Client{}, fault.Newf(fault.Unavailable, err, "the client metadata document could not be fetched")
 	}

@@ -81,6 +81,10 @@ func TestFetcherGuards(t *testing.T) {
 		if r.URL.Path == "/slow.json" {
 			time.Sleep(2 * time.Second)
 		}
+		if r.URL.Path == "/moved.json" {
+			http.Redirect(w, r, "/doc.json", http.StatusFound)
+			return
+		}
 		w.Write([]byte(`{"client_id":"https://` + r.Host + r.URL.Path + `","redirect_uris":["https://c.example/cb"]}`))
 	}))
 	defer slow.Close()
@@ -112,6 +116,10 @@ func TestFetcherGuards(t *testing.T) {
 	require.True(t, fault.Is(err, fault.TooLarge), "%v", err)
 	_, err = allowed.Fetch(ctx, "http://example.com/doc.json")
 	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+	// A redirect is not followed, and the client is told so.
+	_, err = allowed.Fetch(ctx, slow.URL+"/moved.json")
+	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+	require.Contains(t, fault.Message(err), "redirects are not followed")
 }
 
 func TestDynamicRegistrationRefusals(t *testing.T) {
