@@ -243,6 +243,37 @@ func TestAPushIsRetriedAfterA500(t *testing.T) {
 	require.Equal(t, 1, e.pushAudits(t, responsibilities.EventPushSent, q))
 }
 
+// TestARedirectingWebhookFailsAtOnce: a webhook that answers with a
+// redirect is not followed and not retried: the notice fails on its first
+// attempt, saying why, and the redirect's target is never asked.
+func TestARedirectingWebhookFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newDutyEnv(t)
+	e.pushing()
+	e.runner(t)
+	var asked, followed atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/elsewhere" {
+			followed.Add(1)
+			return
+		}
+		asked.Add(1)
+		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(srv.Close)
+	r, _ := e.notifying(t, srv.URL+"/hook", responsibilities.NotifyChange{})
+	e.ask(t, r, "Ship the release on Friday?")
+	require.Eventually(t, func() bool {
+		ns := e.notices(t, r)
+		return len(ns) == 1 && ns[0].State == responsibilities.NoticeFailed
+	}, 30*time.Second, 20*time.Millisecond)
+	n := e.notices(t, r)[0]
+	require.Equal(t, 1, n.Attempts, "a redirect is not retried")
+	require.Contains(t, n.LastError, "redirects are not followed")
+	require.Equal(t, int32(1), asked.Load())
+	require.Zero(t, followed.Load(), "the redirect's target was asked")
+}
+
 // TestQuietHoursHoldAPushUntilTheyEnd: a question asked inside the quiet
 // hours (tenant time) is held with its send time at their end, audited,
 // and sent once they are over; a held push whose question an operator
