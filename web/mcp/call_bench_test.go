@@ -25,8 +25,7 @@ import (
 //
 //	go test ./web/mcp -run '^$' -bench '^BenchmarkCall$' -benchtime 1000x -v
 func BenchmarkCall(b *testing.B) {
-	full, token, bare, bareSessions, modern, legacy, fullHdr, bareHdr := callServers(b)
-	const version = "2025-11-25"
+	cb := callServers(b)
 	type server struct {
 		name, url, token string
 		hdr              map[string]string
@@ -38,10 +37,10 @@ func BenchmarkCall(b *testing.B) {
 			bares []server
 			full  server
 		}{
-			{"modern", modern, []server{{"bare", bare, "", modernHeaders("tools/call", "bench_echo")}},
-				server{"full", full, token, modernHeaders("tools/call", "bench_echo")}},
-			{"legacy", legacy, []server{{"bare", bareSessions, "", bareHdr}, {"bare-stateless", bare, "", map[string]string{"Mcp-Protocol-Version": version}}},
-				server{"full", full, token, fullHdr}},
+			{"modern", cb.modern, []server{{"bare", cb.bare, "", modernHeaders("tools/call", "bench_echo")}},
+				server{"full", cb.full, cb.token, modernHeaders("tools/call", "bench_echo")}},
+			{"legacy", cb.legacy, []server{{"bare", cb.bareSessions, "", cb.bareHdr}, {"bare-stateless", cb.bare, "", map[string]string{"Mcp-Protocol-Version": legacyVersion}}},
+				server{"full", cb.full, cb.token, cb.fullHdr}},
 		} {
 			st := map[string]loadStats{}
 			for _, s := range append(era.bares, era.full) {
@@ -52,28 +51,45 @@ func BenchmarkCall(b *testing.B) {
 			f := st["full"]
 			for _, s := range era.bares {
 				if bs := st[s.name]; bs.rps > 0 && f.rps > 0 {
-					b.Logf("%s c%d: full ÷ %s throughput %.2f×; p50 full − %s %+.2f ms (%s %.2f ms, full %.2f ms)",
-						era.name, workers, s.name, f.rps/bs.rps, s.name, float64(f.p50-bs.p50)/1e6, s.name,
-						float64(bs.p50)/1e6, float64(f.p50)/1e6)
+					logRatio(b, era.name, workers, s.name, bs, f)
 				}
 			}
 		}
 	}
 }
 
-// callServers starts the full endpoint and the bare servers of the call
-// benchmarks, and opens a 2025-11-25 session on the full endpoint and on
-// the bare session server. It returns their URLs, the agent's token, the
-// request bodies of both eras, and the headers of the two sessions.
-func callServers(b *testing.B) (full, token, bare, bareSessions, modern, legacy string, fullHdr, bareHdr map[string]string) {
+// legacyVersion is the session era the call benchmarks measure.
+const legacyVersion = "2025-11-25"
+
+// callBench is what the call benchmarks compare: the full endpoint and the
+// bare servers, the agent's token, the request bodies of both eras, and
+// the headers of a 2025-11-25 session opened on the full endpoint and on
+// the bare session server.
+type callBench struct {
+	full, token, bare, bareSessions string
+	modern, legacy                  string
+	fullHdr, bareHdr                map[string]string
+}
+
+// callServers starts the servers of the call benchmarks and opens their
+// sessions.
+func callServers(b *testing.B) callBench {
 	full, token, _, reg := fullStack(b)
-	bare, bareSessions = bareServers(b, reg)
-	modern = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"},` + modernMeta + `}}`
-	legacy = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"}}}`
-	const version = "2025-11-25"
-	fullHdr = map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, full, token, version)}
-	bareHdr = map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": benchSession(b, bareSessions, "", version)}
-	return full, token, bare, bareSessions, modern, legacy, fullHdr, bareHdr
+	bare, bareSessions := bareServers(b, reg)
+	return callBench{
+		full: full, token: token, bare: bare, bareSessions: bareSessions,
+		modern:  `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"},` + modernMeta + `}}`,
+		legacy:  `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_echo","arguments":{"text":"hi"}}}`,
+		fullHdr: map[string]string{"Mcp-Protocol-Version": legacyVersion, "Mcp-Session-Id": benchSession(b, full, token, legacyVersion)},
+		bareHdr: map[string]string{"Mcp-Protocol-Version": legacyVersion, "Mcp-Session-Id": benchSession(b, bareSessions, "", legacyVersion)},
+	}
+}
+
+// logRatio logs full ÷ bare throughput and the p50 difference of one case.
+func logRatio(b *testing.B, name string, workers int, bareName string, bs, fs loadStats) {
+	b.Logf("%s c%d: full ÷ %s throughput %.2f×; p50 full − %s %+.2f ms (%s %.2f ms, full %.2f ms)",
+		name, workers, bareName, fs.rps/bs.rps, bareName, float64(fs.p50-bs.p50)/1e6, bareName,
+		float64(bs.p50)/1e6, float64(fs.p50)/1e6)
 }
 
 // bareServers serves reg's tool names and schemas from one plain go-sdk
@@ -107,8 +123,7 @@ func bareServers(b *testing.B, reg *tools.Registry) (stateless, sessions string)
 //
 //	go test ./web/mcp -run '^$' -bench '^BenchmarkCallAlternating$' -benchtime 20000x -v
 func BenchmarkCallAlternating(b *testing.B) {
-	full, token, bare, bareSessions, modern, legacy, fullHdr, bareHdr := callServers(b)
-	const version = "2025-11-25"
+	cb := callServers(b)
 	const rounds = 20
 	for _, workers := range []int{8, 16} {
 		for _, c := range []struct {
@@ -117,13 +132,13 @@ func BenchmarkCallAlternating(b *testing.B) {
 			bareURL          string
 			bareHdr, fullHdr map[string]string
 		}{
-			{"modern", modern, bare, modernHeaders("tools/call", "bench_echo"), modernHeaders("tools/call", "bench_echo")},
-			{"legacy-session", legacy, bareSessions, bareHdr, fullHdr},
-			{"legacy-stateless", legacy, bare, map[string]string{"Mcp-Protocol-Version": version}, fullHdr},
+			{"modern", cb.modern, cb.bare, modernHeaders("tools/call", "bench_echo"), modernHeaders("tools/call", "bench_echo")},
+			{"legacy-session", cb.legacy, cb.bareSessions, cb.bareHdr, cb.fullHdr},
+			{"legacy-stateless", cb.legacy, cb.bare, map[string]string{"Mcp-Protocol-Version": legacyVersion}, cb.fullHdr},
 		} {
 			b.Run(fmt.Sprintf("%s/c%d", c.name, workers), func(b *testing.B) {
 				per := max(b.N/rounds, workers) // b.N is 1 in the benchmark's first, sizing run
-				pair := [2]*loader{newLoader(b, workers, c.bareURL, "", c.bareHdr, c.body), newLoader(b, workers, full, token, c.fullHdr, c.body)}
+				pair := [2]*loader{newLoader(b, workers, c.bareURL, "", c.bareHdr, c.body), newLoader(b, workers, cb.full, cb.token, c.fullHdr, c.body)}
 				var lat [2][]time.Duration
 				var took [2]time.Duration
 				b.ResetTimer()
@@ -143,8 +158,7 @@ func BenchmarkCallAlternating(b *testing.B) {
 				b.ReportMetric(fs.rps, "full-req/s")
 				b.ReportMetric(fs.rps/bs.rps, "full/bare")
 				b.ReportMetric(float64(fs.p50-bs.p50)/1e3, "p50-diff-µs")
-				b.Logf("%s c%d: full ÷ bare throughput %.2f×; p50 full − bare %+.2f ms (bare %.2f ms, full %.2f ms)",
-					c.name, workers, fs.rps/bs.rps, float64(fs.p50-bs.p50)/1e6, float64(bs.p50)/1e6, float64(fs.p50)/1e6)
+				logRatio(b, c.name, workers, "bare", bs, fs)
 			})
 		}
 	}
