@@ -206,14 +206,30 @@ func TestReconcilerRepairsALostEvent(t *testing.T) {
 	require.Zero(t, other.n.Load())
 	require.EqualValues(t, 1, f.hub.Stats().Repaired)
 	require.EqualValues(t, 1, f.hub.Stats().Notified)
+}
 
-	// A later event that skips a lost version recomputes the whole tenant,
-	// not only the agent it names.
+// An event whose version skips a lost one recomputes the whole tenant, not
+// only the agent it names. No reconciler runs here, so only the gap can
+// tell bob.
+func TestAVersionGapRecomputesTheWholeTenant(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	ada, bob := uuid.New(), uuid.New()
+	f.pol.set(ada, "a")
+	f.pol.set(bob, "a")
+	sa, sb := f.open(t, f.ta, ada), f.open(t, f.ta, bob)
+	// The hub learns the version; its first recompute (each principal's
+	// set again) finds nothing changed.
+	f.hub.Handle(f.commit(t, f.ta, ada))
+	require.Eventually(t, func() bool { return f.pol.calls.Load() == 4 }, 5*time.Second, 5*time.Millisecond)
+
 	f.pol.set(bob, "a", "b")
 	f.commit(t, f.ta, bob)                      // lost
 	f.hub.Handle(f.commit(t, f.ta, uuid.New())) // names someone else
-	require.Eventually(t, func() bool { return sb.n.Load() == 1 }, 150*time.Millisecond, 5*time.Millisecond,
-		"the gap must trigger a tenant-wide recompute before the next reconcile")
+	require.Eventually(t, func() bool { return sb.n.Load() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the gap must trigger a tenant-wide recompute")
+	require.Zero(t, sa.n.Load())
+	require.Zero(t, f.hub.Stats().Repaired)
 }
 
 func TestHubOverRedisAcrossTwoHubs(t *testing.T) {
