@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,11 +27,16 @@ import (
 // quarter exit, a quarter hit a one-second timeout, half are cancelled by
 // the client at a random moment — reports runs per second, and fails if a
 // container or a run directory is left behind. "exit" is churn with every
-// script exiting at once: the throughput on this machine.
+// script exiting at once: the throughput on this machine. "cancel" starts
+// a sleeping script b.N times, one at a time, cancels the client's call
+// once its container runs, and reports the time from the cancel until the
+// container is gone from the engine (median, 99th percentile, slowest, and
+// how many took a second or more).
 func BenchmarkExecuteProgram(b *testing.B) {
 	tmp := b.TempDir()
 	s := newSandboxWorld(b, "TMPDIR="+tmp, "VISOR_SANDBOX_MAX_RUNS=4", "VISOR_SANDBOX_MAX_RUNS_PER_TENANT=4", "VISOR_SANDBOX_MAX_RUNS_PER_EMPLOYEE=4")
 	b.Run("trivial", func(b *testing.B) { trivial(b, s) })
+	b.Run("cancel", func(b *testing.B) { cancelMCP(b, s) })
 	b.Run("churn", func(b *testing.B) { churnMCP(b, s, tmp, true) })
 	b.Run("exit", func(b *testing.B) { churnMCP(b, s, tmp, false) })
 }
@@ -62,6 +70,58 @@ func trivial(b *testing.B, s *sandboxWorld) {
 	b.ReportMetric(ms(c99), "docker-run-p99-ms")
 	b.ReportMetric(float64(p50)/float64(c50), "ratio-p50")
 	b.ReportMetric(float64(p99)/float64(c99), "ratio-p99")
+}
+
+func cancelMCP(b *testing.B, s *sandboxWorld) {
+	cs := s.connect(b, "")
+	// The engine's API directly: the CLI's own start-up would blur the time.
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	mine := container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "org.visor.sandbox.worker="+s.workerID))}
+	list := func() []container.Summary {
+		l, err := cli.ContainerList(context.Background(), mine)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+	// until polls the engine every 5 ms and fails after 30 s.
+	until := func(what string, ok func() bool) {
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatal(what)
+			}
+		}
+	}
+	var took []time.Duration
+	for b.Loop() {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { _, err := s.runOn(ctx, cs, "sh", "sleep 60", false); errc <- err }()
+		until("the container never started", func() bool { l := list(); return len(l) == 1 && l[0].State == "running" })
+		at := time.Now()
+		cancel()
+		until("the container outlived the cancel by 30 s", func() bool { return len(list()) == 0 })
+		took = append(took, time.Since(at))
+		if err := <-errc; err == nil {
+			b.Fatal("a cancelled call succeeded")
+		}
+	}
+	slices.Sort(took)
+	over := 0
+	for _, d := range took {
+		if d >= time.Second {
+			over++
+		}
+	}
+	p50, p99 := pct(took)
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+	b.ReportMetric(float64(over), "over-1s")
 }
 
 func pct(d []time.Duration) (p50, p99 time.Duration) {

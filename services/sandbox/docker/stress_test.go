@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os/exec"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/visorhq/visor/services/sandbox"
+	"github.com/visorhq/visor/services/sandbox/docker"
 )
 
 // Runs that end every way at once — exit, timeout, cancel before and
@@ -117,4 +119,71 @@ func churn(b *testing.B, mixed bool) {
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 	bb.requireClean(b)
+}
+
+// BenchmarkCancel measures a cancel to its container's removal. Each run
+// sleeps in a running container until it is cancelled; the time is taken
+// from the cancel to Run's return, by which the container must be gone.
+// It reports the median, the 99th percentile, the slowest, and how many
+// took a second or more. "alone" cancels one run at a time; "busy" does the
+// same while three other scripts start, print and exit all along, as on a
+// worker with other work.
+func BenchmarkCancel(b *testing.B) {
+	b.Run("alone", func(b *testing.B) { cancels(b, 0) })
+	b.Run("busy", func(b *testing.B) { cancels(b, 3) })
+}
+
+func cancels(b *testing.B, others int) {
+	bb := setup(b, 0)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range others {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = bb.r.Run(context.Background(), bb.program(sandbox.Python, "print('hi')", 30*time.Second))
+			}
+		})
+	}
+	var took []time.Duration
+	for b.Loop() {
+		p := bb.program(sandbox.Shell, "sleep 60", 60*time.Second)
+		_, cancel, done := bb.started(b, p)
+		at := time.Now()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			b.Fatalf("a cancelled run ended with %v", err)
+		}
+		took = append(took, time.Since(at))
+		for _, c := range bb.containers(b) {
+			if c.Labels[docker.LabelRun] == p.RunID.String() {
+				b.Fatalf("the cancelled run's container %s outlived Run", c.ID)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	bb.requireClean(b)
+	reportCancels(b, took)
+}
+
+// reportCancels reports the median, 99th percentile and slowest of the
+// cancel-to-removal times, and how many reached a second.
+func reportCancels(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	over := 0
+	for _, d := range took {
+		if d >= time.Second {
+			over++
+		}
+	}
+	b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+	b.ReportMetric(ms(took[min(len(took)-1, len(took)*99/100)]), "p99-ms")
+	b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+	b.ReportMetric(float64(over), "over-1s")
 }
