@@ -97,9 +97,9 @@ func text(res *sdk.CallToolResult) string {
 // TestExecuteProgramOverMCP drives execute_program from an MCP client
 // through serve, the worker plane and a sandbox worker to the Docker
 // Engine: a run with progress, a cancel that removes the container (how
-// fast is BenchmarkExecuteProgram/cancel's figure), a worker killed mid-run (a clear error, and its container
-// removed when it starts again), and no worker at all (the unavailable
-// answer, audited).
+// fast is BenchmarkExecuteProgram/cancel's figure), a worker killed mid-run
+// (a clear error, and its container removed when it starts again), and no
+// worker at all (the unavailable answer, audited).
 func TestExecuteProgramOverMCP(t *testing.T) {
 	s := newSandboxWorld(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
