@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -31,6 +32,9 @@ func (s *Service) CreateAgent(ctx context.Context, tenantID uuid.UUID, in NewAge
 	if err := s.validateAgent(ctx, &a); err != nil {
 		return Agent{}, err
 	}
+	if err := s.checkSources(ctx, tenantID, nil, a.Settings.Capabilities.DBSources); err != nil {
+		return Agent{}, err
+	}
 	v, err := s.store.CreateAgent(ctx, &a)
 	if err != nil {
 		return Agent{}, err
@@ -43,14 +47,17 @@ func (s *Service) CreateAgent(ctx context.Context, tenantID uuid.UUID, in NewAge
 // the change. fn must not change ID, TenantID or Name.
 func (s *Service) UpdateAgent(ctx context.Context, tenantID, id uuid.UUID, fn func(*Agent) error) (Agent, error) {
 	a, v, err := s.store.UpdateAgent(ctx, tenantID, id, func(a *Agent) error {
-		name := a.Name
+		name, sources := a.Name, slices.Clone(a.Settings.Capabilities.DBSources)
 		if err := fn(a); err != nil {
 			return err
 		}
 		if a.Name != name {
 			return fault.New(fault.Invalid, "an agent cannot be renamed")
 		}
-		return s.validateAgent(ctx, a)
+		if err := s.validateAgent(ctx, a); err != nil {
+			return err
+		}
+		return s.checkSources(ctx, tenantID, sources, a.Settings.Capabilities.DBSources)
 	})
 	if err != nil {
 		return Agent{}, err

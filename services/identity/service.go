@@ -25,6 +25,10 @@ type Service struct {
 	// verify checks a password against a stored hash (VerifySecret; tests
 	// count its calls).
 	verify func(hash, secret string) bool
+
+	// sources, when set, refuses agent settings naming a database source
+	// the tenant does not have (SetSourceNames).
+	sources SourceNames
 }
 
 // NewService returns a Service. pub may be changes.Discard{}.

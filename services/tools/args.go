@@ -179,6 +179,29 @@ func (r *Registry) AuditNote(t *Tool, tenantKey string, args map[string]any) str
 	return string(b)
 }
 
+// MergeNote adds note's keys to change, an audit row's change summary (a
+// JSON object, or ""), and returns the result; keys already in change are
+// kept.
+func MergeNote(change string, note map[string]any) string {
+	if len(note) == 0 {
+		return change
+	}
+	merged := map[string]any{}
+	for k, v := range note {
+		merged[k] = v
+	}
+	if change != "" {
+		var old map[string]any
+		if json.Unmarshal([]byte(change), &old) == nil {
+			for k, v := range old {
+				merged[k] = v
+			}
+		}
+	}
+	b, _ := json.Marshal(merged)
+	return string(b)
+}
+
 func hasType(v any, typ string) bool {
 	switch typ {
 	case "string":

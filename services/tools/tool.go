@@ -113,6 +113,10 @@ type Result struct {
 	// Event, when set, is the call's audit event in place of the usual
 	// one (a script run on the host is audited as such).
 	Event string
+	// Note, when set, is added to the call's audit row (its change
+	// summary): facts about the call such as a row count or a duration,
+	// never the data the call returned.
+	Note map[string]any
 }
 
 // Image is one image content block.
@@ -130,6 +134,17 @@ type EventError struct {
 func (e *EventError) Error() string { return e.Err.Error() }
 
 func (e *EventError) Unwrap() error { return e.Err }
+
+// NotedError is a tool error whose audit row also keeps Note (as
+// Result.Note does for a success).
+type NotedError struct {
+	Note map[string]any
+	Err  error
+}
+
+func (e *NotedError) Error() string { return e.Err.Error() }
+
+func (e *NotedError) Unwrap() error { return e.Err }
 
 // Handler runs a tool. An error carrying a fault code the caller can act on
 // (Invalid, NotFound, Conflict, Forbidden, TooLarge, RateLimited,

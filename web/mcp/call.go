@@ -148,12 +148,17 @@ func (h *Handler) run(ctx context.Context, c *allowedCall, e *audit.Entry) (*sdk
 		if errors.As(err, &ev) {
 			e.Event = ev.Event
 		}
+		var noted *tools.NotedError
+		if errors.As(err, &noted) {
+			e.Change = tools.MergeNote(e.Change, noted.Note)
+		}
 		return h.toolError(e, err), nil
 	}
 	e.Outcome = audit.OutcomeOK
 	if out.Event != "" {
 		e.Event = out.Event
 	}
+	e.Change = tools.MergeNote(e.Change, out.Note)
 	res := &sdk.CallToolResult{}
 	for _, img := range out.Images {
 		res.Content = append(res.Content, &sdk.ImageContent{MIMEType: img.MIMEType, Data: img.Data})
