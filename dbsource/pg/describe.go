@@ -1,0 +1,67 @@
+package pg
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/visorhq/visor/services/dbsources"
+)
+
+// describeSQL lists the columns of every table, view and foreign table the
+// role may read, within the allow lists, in one pass over the catalog.
+const describeSQL = `
+SELECT n.nspname, c.relname, CASE WHEN c.relkind IN ('v', 'm') THEN 'view' ELSE 'table' END,
+	a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+	AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
+	AND has_table_privilege(c.oid, 'SELECT')
+	AND (cardinality($1::text[]) = 0 OR n.nspname = ANY($1))
+	AND (cardinality($2::text[]) = 0 OR n.nspname || '.' || c.relname = ANY($2))
+ORDER BY n.nspname, c.relname, a.attnum`
+
+// Describe lists the tables within the target's allow lists, at most
+// maxTables of them, and no more than its byte cap of names and types.
+func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int) (sc dbsources.Schema, err error) {
+	sc.Tables = []dbsources.Table{}
+	err = d.readOnly(ctx, t, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, describeSQL, nonNil(t.Scope.Schemas), nonNil(t.Scope.Tables))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var schema, rel, kind string
+		var col dbsources.TableColumn
+		size := 0
+		for rows.Next() {
+			if err := rows.Scan(&schema, &rel, &kind, &col.Name, &col.Type, &col.Nullable); err != nil {
+				return err
+			}
+			n := len(sc.Tables)
+			if n == 0 || sc.Tables[n-1].Schema != schema || sc.Tables[n-1].Name != rel {
+				if n == maxTables || size > t.Limits.MaxBytes {
+					sc.Truncated = true
+					break
+				}
+				sc.Tables = append(sc.Tables, dbsources.Table{Schema: schema, Name: rel, Kind: kind})
+				size += len(schema) + len(rel) + 50
+			}
+			last := &sc.Tables[len(sc.Tables)-1]
+			last.Columns = append(last.Columns, col)
+			size += len(col.Name) + len(col.Type) + 40
+		}
+		rows.Close()
+		return rows.Err()
+	})
+	return sc, err
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
