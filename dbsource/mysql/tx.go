@@ -62,7 +62,8 @@ func (d *Driver) readOnly(ctx context.Context, t dbsources.Target, fn func(c *sq
 var errCut = errors.New("answer cut by a cap")
 
 // setup returns the connection's server id, first setting its session up:
-// the statement timeout, UTC for TIMESTAMP values.
+// the statement timeout, UTC for TIMESTAMP values, the sql_mode the
+// statement rules assume.
 func (p *pool) setup(ctx context.Context, c *sql.Conn, t dbsources.Target) (int64, error) {
 	var key any
 	_ = c.Raw(func(dc any) error { key = dc; return nil })
@@ -80,7 +81,10 @@ func (p *pool) setup(ctx context.Context, c *sql.Conn, t dbsources.Target) (int6
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		timeout = fmt.Sprintf("SET SESSION max_statement_time = %.3f", t.Limits.StatementTimeout.Seconds())
 	}
-	for _, s := range []string{timeout, "SET SESSION time_zone = '+00:00'"} {
+	// Strings are read with backslash escapes, as the statement rules read
+	// them, whatever the server's default sql_mode.
+	for _, s := range []string{timeout, "SET SESSION time_zone = '+00:00'",
+		"SET SESSION sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', ''), 'ANSI_QUOTES', '')"} {
 		if _, err := c.ExecContext(ctx, s); err != nil {
 			return 0, err
 		}

@@ -94,6 +94,8 @@ func (d *Driver) config(t dbsources.Target) (*pgxpool.Config, error) {
 	c.DefaultQueryExecMode = pgx.QueryExecModeExec
 	c.RuntimeParams["application_name"] = "visor"
 	c.RuntimeParams["default_transaction_read_only"] = "on"
+	// Strings are read as the statement rules read them.
+	c.RuntimeParams["standard_conforming_strings"] = "on"
 	c.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 2 * time.Second}
 	}

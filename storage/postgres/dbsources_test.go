@@ -16,7 +16,7 @@ import (
 
 func newDBSource(tenant uuid.UUID, name string) *dbsources.Source {
 	return &dbsources.Source{ID: uuid.New(), TenantID: tenant, Name: name, Kind: dbsources.Postgres,
-		Endpoint: dbsources.Endpoint{Host: "db.internal", Port: 5432, Database: "sales", User: "ro", SSLMode: "require"},
+		Endpoint:       dbsources.Endpoint{Host: "db.internal", Port: 5432, Database: "sales", User: "ro", SSLMode: "require"},
 		SealedPassword: "v1.k.x.y", Schemas: []string{"public"}, Tables: []string{}, Limits: dbsources.DefaultLimits,
 		UpdatedAt: time.Now().Truncate(time.Microsecond)}
 }
