@@ -21,6 +21,7 @@ import (
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/computer"
+	"github.com/visorhq/visor/services/dbsources"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/lifecycle"
@@ -53,6 +54,8 @@ type app struct {
 	duties *responsibilities.Service
 	// computer is computer use: browser sessions and workspaces.
 	computer *computer.Service
+	// dbSources are the tenants' database sources and the db_* tools.
+	dbSources *dbsources.Service
 	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
 	// jobs; bell wakes this replica's long-polls.
 	rounds *rounds.Service
@@ -83,6 +86,9 @@ type stores struct {
 	// rounds holds rounds and wake-ups (built with the job queue, by
 	// newRounds).
 	rounds *postgres.RoundsStore
+	// dbSources holds the tenants' database sources (built by
+	// newDBSources).
+	dbSources *postgres.DBSourceStore
 	// audit is the audit trail; its group-commit writers run as a service
 	// (started by the commands that record).
 	audit *postgres.AuditLog
@@ -157,6 +163,8 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.duties.SetRounds(a.rounds)
 	a.board.SetRuns(a.duties)
 	a.computer = a.newComputer()
+	a.dbSources = a.newDBSources()
+	a.ids.SetSourceNames(a.dbSources)
 	return a, nil
 }
 

@@ -36,6 +36,7 @@ type Config struct {
 	Rounds            RoundsConfig   // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
 	Computer          ComputerConfig // VISOR_COMPUTER_* (see computer.go)
 	Sandbox           SandboxConfig  // VISOR_SANDBOX_*, VISOR_WORKER_ID (see sandbox.go)
+	Secrets           SecretsConfig  // VISOR_SECRET_KEYS, VISOR_DB_ALLOWED_NETWORKS (see dbsources.go)
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -76,6 +77,8 @@ var envVars = []envVar{
 	{"VISOR_COMPUTER_SWEEP_EVERY", "30s", "how often a computer worker's janitor stops idle sessions and removes the containers of workers that stopped answering (after two sweeps in a row)"},
 	{"VISOR_COMPUTER_DEV_HOSTS", "", "development only: comma-separated host=address pins the browser egress proxy uses instead of DNS (shop.test=127.0.0.2)"},
 	{"VISOR_COMPUTER_DEV_TRUST_SPKI", "", "development only: comma-separated base64 SHA-256 public-key hashes of certificates the session browser accepts unverified (local test sites)"},
+	{"VISOR_SECRET_KEYS", "", "key-encryption keys sealing stored secrets (database passwords): comma-separated id:base64-32-bytes, the first encrypts, all decrypt; rotation in docs/secrets.md"},
+	{"VISOR_DB_ALLOWED_NETWORKS", "", "comma-separated CIDRs and host names of private networks database sources may reach; other private, loopback and link-local addresses are refused"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
 
@@ -175,6 +178,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Rounds = loadRoundsConfig(get, bad)
 	c.Computer = loadComputerConfig(get, bad)
 	c.Sandbox = loadSandboxConfig(get, bad)
+	c.Secrets = loadSecretsConfig(get, bad)
 	return c, errors.Join(errs...)
 }
 

@@ -26,7 +26,9 @@ VISOR_DEV_DIR/credentials.json (default .dev/, ignored by git, mode 0600) and
 reuses them on the next run after checking they still work; any that no longer
 work (new database, revoked key) are replaced. Delete the file to mint fresh
 ones. Listens on 127.0.0.1:8080 unless VISOR_HTTP_ADDR says otherwise, and logs
-as text unless VISOR_LOG_FORMAT says otherwise.`,
+as text unless VISOR_LOG_FORMAT says otherwise. Without VISOR_SECRET_KEYS it makes
+a key for stored secrets once and keeps it in VISOR_DEV_DIR/secret-keys; database
+sources may reach this machine (VISOR_DB_ALLOWED_NETWORKS defaults to loopback).`,
 		run: runDev,
 	}
 }
@@ -39,8 +41,19 @@ func runDev(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	defaults := map[string]string{"VISOR_DB_ALLOWED_NETWORKS": devDBNetworks}
+	if e.getenv("VISOR_SECRET_KEYS") == "" {
+		keys, err := devSecretKeys(e.getenv)
+		if err != nil {
+			return err
+		}
+		defaults["VISOR_SECRET_KEYS"] = keys
+	}
 	cfg, err := LoadConfig(func(k string) string {
 		if v := e.getenv(k); v != "" {
+			return v
+		}
+		if v, ok := defaults[k]; ok {
 			return v
 		}
 		return devDefaults[k]

@@ -28,7 +28,7 @@ func TestLayoutAndDependencyDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
 	require.NoError(t, err)
 	infra := []string{"github.com/jackc/", "github.com/redis/", "github.com/labstack/", "github.com/riverqueue/",
-		"github.com/ory/", "go.opentelemetry.io/", "database/sql",
+		"github.com/ory/", "go.opentelemetry.io/", "database/sql", "github.com/go-sql-driver/",
 		module + "/storage", module + "/web", module + "/auth", module + "/cmd", module + "/worker"}
 	edges := []string{module + "/web", module + "/auth", module + "/cmd"}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

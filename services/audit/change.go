@@ -54,11 +54,12 @@ func mask(v any) any {
 	return v
 }
 
-// SecretField reports whether a field of that name holds a secret whose
-// value an audit row never shows.
+// SecretField reports whether a field (or CLI flag) of that name holds a
+// secret whose value an audit row never shows. A connection string is
+// one: it may carry a password.
 func SecretField(name string) bool {
-	n := strings.ToLower(name)
-	return strings.Contains(n, "password") || strings.Contains(n, "secret") || n == "token" ||
+	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
+	return strings.Contains(n, "password") || strings.Contains(n, "connection_string") || strings.Contains(n, "secret") || n == "token" ||
 		strings.HasSuffix(n, "_token") || strings.Contains(n, "api_key") || strings.Contains(n, "private_key") ||
 		n == "authorization"
 }

@@ -17,6 +17,7 @@ package dbsources
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,16 +66,36 @@ type Endpoint struct {
 	SSLMode string `json:"sslmode"`
 }
 
-// Limits bound what one query of a source may cost.
+// Limits bound what one query of a source may cost. In JSON the timeout
+// is statement_timeout_ms.
 type Limits struct {
 	// StatementTimeout is set on the server for every statement.
-	StatementTimeout time.Duration `json:"statement_timeout_ms"`
+	StatementTimeout time.Duration `json:"-"`
 	// MaxRows and MaxBytes cap one answer; the rest is cut and the answer
 	// says which cap cut it.
 	MaxRows  int `json:"max_rows"`
 	MaxBytes int `json:"max_bytes"`
 	// MaxConcurrent bounds the queries running at once on one replica.
 	MaxConcurrent int `json:"max_concurrent"`
+}
+
+// MarshalJSON writes the timeout in milliseconds.
+func (l Limits) MarshalJSON() ([]byte, error) {
+	type plain Limits
+	return json.Marshal(struct {
+		StatementTimeoutMS int64 `json:"statement_timeout_ms"`
+		plain
+	}{l.StatementTimeout.Milliseconds(), plain(l)})
+}
+
+// JSONSchema describes the JSON encoding, for API documents.
+func (Limits) JSONSchema() map[string]any {
+	n := func(desc string) map[string]any { return map[string]any{"type": "integer", "description": desc} }
+	return map[string]any{"type": "object", "required": []string{"statement_timeout_ms", "max_rows", "max_bytes", "max_concurrent"},
+		"properties": map[string]any{
+			"statement_timeout_ms": n("Server-side statement timeout."), "max_rows": n("Rows per answer."),
+			"max_bytes": n("Bytes of rows per answer."), "max_concurrent": n("Queries at once on one replica."),
+		}}
 }
 
 // Target is everything a Driver needs to reach a source: built by the

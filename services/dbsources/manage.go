@@ -155,3 +155,13 @@ func nonNil(l []string) []string {
 	}
 	return l
 }
+
+// Test connects to a saved source as a save does. Errors: NotFound, and
+// Invalid with what failed.
+func (s *Service) Test(ctx context.Context, tenantID uuid.UUID, ref string) (Source, error) {
+	src, err := s.Source(ctx, tenantID, ref)
+	if err != nil {
+		return Source{}, err
+	}
+	return src, s.check(ctx, src)
+}

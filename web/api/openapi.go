@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/services/dbsources"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 )
@@ -102,6 +103,7 @@ var tagDescriptions = map[string]string{
 	"tenants":          "Tenants: creating and listing them needs the platform admin token.",
 	"members":          "People who sign in to the dashboard, with a role each.",
 	"agents":           "AI employees, their settings, and names reserved by removed ones.",
+	"db-sources":       "A tenant's databases that AI employees read with the db_* tools; passwords are write-only.",
 	"keys":             "API keys of operators and AI employees, and round tokens.",
 	"oauth":            "OAuth clients registered with the tenant, and members' consents.",
 	"grants":           "Capability requests of AI employees and the scoped grants that answer them.",
@@ -173,6 +175,7 @@ var pathParams = map[string]map[string]any{
 	"wakeup":         {"description": "The wake-up's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"responsibility": {"description": "The responsibility's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"question":       {"description": "The question's id (a wake-up of kind question).", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"source":         {"description": "The database source: its id or its name.", "schema": map[string]any{"type": "string"}},
 }
 
 // UndocumentedPathParams lists the path parameters of ops that pathParams
@@ -306,6 +309,7 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[identity.KeyKind]():     {string(identity.KeyOperator), string(identity.KeyAgent)},
 	reflect.TypeFor[grants.Status]():        {string(grants.Pending), string(grants.Approved), string(grants.Denied)},
 	reflect.TypeFor[grants.EndReason]():     {string(grants.Revoked), string(grants.Expired), string(grants.TaskEnded)},
+	reflect.TypeFor[dbsources.Kind]():       {string(dbsources.Postgres), string(dbsources.MySQL)},
 }
 
 func roleNames() []string {

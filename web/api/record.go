@@ -181,7 +181,7 @@ var (
 	}
 	collectionKinds = map[string]string{
 		"tenants": "tenant", "members": "member", "agents": "agent", "keys": "key", "grants": "grant",
-		"clients": "oauth_client", "round-tokens": "round_token",
+		"clients": "oauth_client", "round-tokens": "round_token", "db-sources": "db_source",
 	}
 )
 
