@@ -6,7 +6,8 @@ import (
 	"github.com/visorhq/visor/services/fault"
 )
 
-// lex returns the words (lower-cased), ';' and ':=' of sql, skipping
+// lex returns the words (lower-cased), ':=' and other punctuation of sql,
+// one character each, skipping
 // comments, string literals and quoted names as k's lexer does: -- and
 // /* */ comments (nested in Postgres; # too in MySQL), '…' strings
 // (backslash escapes in MySQL, E'…' in Postgres), $tag$…$tag$ in
@@ -71,7 +72,10 @@ func lex(k Kind, sql string) ([]string, error) {
 			}
 			toks = append(toks, strings.ToLower(sql[i:j]))
 			i = j
-		default:
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			i++
+		default: // punctuation: kept, so text after a ';' is seen
+			toks = append(toks, sql[i:i+1])
 			i++
 		}
 	}

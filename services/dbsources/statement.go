@@ -61,6 +61,9 @@ func CheckStatement(k Kind, sql string) error {
 		return fault.New(fault.Invalid, "the query is empty")
 	}
 	first := toks[0]
+	for i := 0; first == "(" && i < len(toks)-1; i++ {
+		first = toks[i+1] // (SELECT …) UNION (SELECT …)
+	}
 	if !contains(firstWords, first) {
 		return fault.New(fault.Invalid, "only a read statement is run: it must start with SELECT, WITH, VALUES or TABLE, not %q", strings.ToUpper(first))
 	}
