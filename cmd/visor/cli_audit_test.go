@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/dbsource/dbtest"
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/storage/postgres"
 )
 
@@ -40,6 +42,15 @@ func TestCLIChangesAreAudited(t *testing.T) {
 	ok("key", "revoke", "-tenant", "acme", keyID)
 	require.Error(t, runCmd(t, vars, "agent", "create", "-tenant", "acme", "-name", "lead").err, "a name taken twice")
 	require.Error(t, runCmd(t, vars, "member", "create", "-tenant", "nope", "-email", "x@y.example").err, "no tenant: no row anywhere")
+	tenantDB := dbtest.NewPostgres(t)
+	key, err := secrets.NewKey("cli")
+	require.NoError(t, err)
+	vars["VISOR_SECRET_KEYS"], vars["VISOR_DB_ALLOWED_NETWORKS"] = key, "127.0.0.0/8"
+	ok("dbsource", "add", "-tenant", "acme", "-name", "sales", "-connection-string", tenantDB.URL(tenantDB.Reader))
+	ok("dbsource", "update", "-tenant", "acme", "-name", "sales", "-max-rows", "50", "-schemas", "public")
+	require.Contains(t, ok("dbsource", "list", "-tenant", "acme"), "sales")
+	ok("dbsource", "test", "-tenant", "acme", "-name", "sales")
+	ok("dbsource", "remove", "-tenant", "acme", "-name", "sales")
 
 	db, err := postgres.Open(context.Background(), url)
 	require.NoError(t, err)
@@ -54,7 +65,7 @@ func TestCLIChangesAreAudited(t *testing.T) {
 		seen[r.Action] = append(seen[r.Action], r)
 		require.Equal(t, "operator_action", r.Event)
 		require.True(t, strings.HasPrefix(r.PrincipalID, "operator:system/cli:"), r.PrincipalID)
-		for _, s := range []string{pw, generated, token} {
+		for _, s := range []string{pw, generated, token, tenantDB.Reader.Password} {
 			require.NotContains(t, r.Change+r.Message+r.Object, s, "a secret reached the audit trail")
 		}
 	}

@@ -48,7 +48,7 @@ func dbsourceCommand() command {
 				}
 				return table(w, "NAME\tCONNECTION\tPASSWORD SET\tALLOW LISTS\tID", rows)
 			}},
-		action{name: "test", args: "-tenant SLUG -name NAME", help: "connect to a saved source as a save does", flags: nameFlags,
+		action{name: "test", args: "-tenant SLUG -name NAME", audit: "testDBSource", help: "connect to a saved source as a save does", flags: nameFlags,
 			run: func(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, _ []string) error {
 				t, err := lookupTenant(ctx, a, fs)
 				if err != nil {
@@ -58,6 +58,7 @@ func dbsourceCommand() command {
 				if err != nil {
 					return cliErr(err)
 				}
+				noteObject(ctx, "db_source", s.ID)
 				fmt.Fprintf(w, "connected to %s (%s)\n", s.Name, s.Endpoint.String(s.Kind))
 				return nil
 			}},
