@@ -15,6 +15,7 @@ import (
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/dbsources"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
@@ -75,6 +76,8 @@ type Deps struct {
 	// ComputerSessions lists them. Nil leaves their pages out.
 	Computer         *computer.Service
 	ComputerSessions computer.SessionReader
+	// DBSources is the tenant's database sources. Nil leaves its page out.
+	DBSources *dbsources.Service
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -126,6 +129,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.boardRoutes(g)
 	d.sandboxRoutes(g)
 	d.computerRoutes(g)
+	d.dbSourceRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

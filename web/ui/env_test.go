@@ -24,6 +24,7 @@ import (
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/computer"
+	"github.com/visorhq/visor/services/dbsources"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
@@ -59,6 +60,7 @@ type env struct {
 	runs    *postgres.SandboxRunStore
 	cu      *postgres.ComputerStore
 	driver  *stopDriver
+	dbs     *dbsources.Service
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -124,6 +126,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	e.runs = postgres.NewSandboxRunStore(db)
 	e.cu, e.driver = postgres.NewComputerStore(db), &stopDriver{}
 	cu := computer.NewService(e.cu, e.cu, e.driver, nil, log)
+	e.dbs = newDBSources(t, db, e, log)
 	e.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(e.store),
 		Directory: e.store, Staff: e.ids, Grants: e.grants, Logger: log})
 
@@ -145,7 +148,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
 			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
 			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties, Board: e.board, SandboxRuns: e.runs,
-			Computer: cu, ComputerSessions: e.cu}
+			Computer: cu, ComputerSessions: e.cu, DBSources: e.dbs}
 		for _, f := range tweak {
 			f(&deps)
 		}

@@ -130,6 +130,7 @@ func menu() []MenuItem {
 		{"nav.questions", "questions", identity.ReadTenant},
 		{"nav.sandbox", "sandbox", identity.ReadTenant},
 		{"nav.computer", "computer", identity.ReadTenant},
+		{"nav.dbsources", "dbsources", identity.ReadTenant},
 		{"nav.keys", "keys", identity.ReadTenant},
 		{"nav.members", "members", identity.ReadTenant},
 		{"nav.live", "live", identity.ReadTenant},
