@@ -92,7 +92,7 @@ func TestFamilyPagesInABrowser(t *testing.T) {
 	waitFor(t, tab, `location.pathname.endsWith("/dashboard/overview") && !!document.querySelector("header .who")`, "the overview after sign-in")
 
 	pages := []string{"responsibilities", "responsibilities/" + duty.ID.String(), "questions", "board", "board?kind=goal",
-		"board/" + task.ID.String(), "sandbox", "computer", "computer/" + sess.ID.String()}
+		"board/" + task.ID.String(), "sandbox", "computer", "computer/" + sess.ID.String(), "dbsources"}
 	// shots names each page's screenshot (<name>.<lang>.png); the pages
 	// shot below with their data in place are shot there in English.
 	shots := map[string]string{pages[0]: "responsibilities", pages[2]: "questions", pages[3]: "board", pages[4]: "goals", pages[5]: "task",
