@@ -53,7 +53,7 @@ func (s *Service) describeTool(ctx context.Context, c tools.Call) (*tools.Result
 	if err != nil {
 		return nil, &tools.NotedError{Note: map[string]any{"source": name}, Err: err}
 	}
-	body, flags, err := fenced(name, sc)
+	body, flags, err := fenced(name, sc, schemaText(sc))
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (s *Service) queryTool(ctx context.Context, c tools.Call, explain bool) (*t
 	if a.Truncated {
 		note["truncated_by"] = a.Cap
 	}
-	body, flags, err := fenced(name, map[string]any{"columns": a.Columns, "rows": a.Rows})
+	body, flags, err := fenced(name, map[string]any{"columns": a.Columns, "rows": a.Rows}, answerText(a))
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ type toolResult struct {
 }
 
 // callTool calls a tool on r as token and requires it to succeed.
-func callTool(t *testing.T, r *replica, token, name string, args map[string]any) toolResult {
+func callTool(t testing.TB, r *replica, token, name string, args map[string]any) toolResult {
 	t.Helper()
 	res, _ := mcpPost(t, r, token, modernVersion, "", map[string]any{"id": 1, "method": "tools/call",
 		"params": map[string]any{"_meta": modernMeta(), "name": name, "arguments": args}})
