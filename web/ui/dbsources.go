@@ -129,10 +129,8 @@ func (d *Dashboard) removeDBSource(c echo.Context, v *View) error {
 	return back(c, v, "dbsources", "dbsource_removed")
 }
 
+// splitNames reads an allow list typed as names separated by commas or
+// spaces; never nil, so an empty field clears the list.
 func splitNames(s string) []string {
-	out := []string{}
-	for _, e := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' }) {
-		out = append(out, e)
-	}
-	return out
+	return append([]string{}, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })...)
 }
