@@ -17,7 +17,7 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
-	"github.com/visorhq/visor/web/egress"
+	"github.com/visorhq/visor/egress"
 )
 
 // inbox is an operator's webhook: a real HTTP server that keeps what it

@@ -25,7 +25,7 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
-	"github.com/visorhq/visor/web/egress"
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/worker"
 )
 

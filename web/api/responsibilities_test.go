@@ -18,7 +18,7 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
-	"github.com/visorhq/visor/web/egress"
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/web/server"
 )
 

@@ -194,6 +194,7 @@ func evalIn[T any](s *session, js string, out *T) error {
 func (l *lab) manager(t testing.TB) *Manager {
 	t.Helper()
 	m, err := New(Config{Image: l.image, WorkerID: "test-" + uuid.NewString()[:8], TempDir: t.TempDir(), Resolver: l.dns,
+		DevHosts:   []string{"shop.test", "evil.test"},
 		ExtraFlags: []string{"--ignore-certificate-errors-spki-list=" + l.spki}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() {

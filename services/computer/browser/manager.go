@@ -52,6 +52,9 @@ type Config struct {
 	TempDir string
 	// Resolver pins allowed hosts at session start (default: the system's).
 	Resolver Resolver
+	// DevHosts are development hosts (lower case) whose pinned addresses
+	// may be private; every other host keeps only public ones.
+	DevHosts []string
 	// Dialer opens the egress proxy's upstream connections (default: net).
 	Dialer Dialer
 	// ExtraFlags are added to Chromium's command line (tests trust their

@@ -70,7 +70,7 @@ func (m *Manager) create(ctx context.Context, spec computer.Spec) (_ *session, e
 	}
 	flags := append([]string{fmt.Sprintf("--window-size=%d,%d", spec.Width, spec.Height)}, m.cfg.ExtraFlags...)
 	if len(spec.Allowed) > 0 {
-		pinned, failed := Pin(ctx, m.cfg.Resolver, spec.Allowed)
+		pinned, failed := Pin(ctx, m.cfg.Resolver, spec.Allowed, m.cfg.DevHosts)
 		if len(failed) > 0 {
 			m.log.Info("allowed hosts that did not resolve at session start", "session", spec.Session, "hosts", failed)
 		}
