@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/visorhq/visor/docker/browser"
 	"github.com/visorhq/visor/services/computer"
-	"github.com/visorhq/visor/services/computer/browser"
 	"github.com/visorhq/visor/storage/redisx"
 )
 

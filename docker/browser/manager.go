@@ -23,14 +23,6 @@ import (
 	"github.com/visorhq/visor/services/fault"
 )
 
-// Labels on every container and network a Manager creates.
-const (
-	LabelOwner   = "visor.computer"
-	LabelWorker  = "visor.computer.worker"
-	LabelTenant  = "visor.computer.tenant"
-	LabelSession = "visor.computer.session"
-)
-
 // The limits of every session container.
 const (
 	Memory    = 1 << 30 // bytes, no swap beyond it
