@@ -25,6 +25,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/calls"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
@@ -72,7 +73,7 @@ type Options struct {
 type Handler struct {
 	reg      *tools.Registry
 	subjects *tools.Subjects
-	audit    audit.Recorder
+	calls    *calls.Pipeline
 	streams  live.Streams
 	opts     Options
 	log      *slog.Logger
@@ -123,7 +124,7 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
+	h := &Handler{reg: reg, subjects: subjects, calls: calls.New(reg, subjects, rec, opts.Logger), streams: streams, opts: opts, log: opts.Logger,
 		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{}),
 		lists: newListCache(opts.ListCacheEntries, opts.ListCacheBytes), callsOff: opts.CallsThroughSDK}
 	h.life, h.endLife = context.WithCancel(context.Background())
