@@ -151,4 +151,3 @@ func rpcError(err error) *jsonrpc.Error {
 	code, msg := calls.CodeOf(err)
 	return &jsonrpc.Error{Code: code, Message: msg}
 }
-
