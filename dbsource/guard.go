@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/web/egress"
 )
 
 // Allow is the operator's allow list of private destinations: databases

@@ -13,11 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
-	"github.com/visorhq/visor/web/egress"
 )
 
 // inbox is an operator's webhook: a real HTTP server that keeps what it

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
@@ -25,7 +26,6 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
-	"github.com/visorhq/visor/web/egress"
 	"github.com/visorhq/visor/worker"
 )
 

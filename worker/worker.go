@@ -1,8 +1,10 @@
 // Package worker runs Visor's background jobs on River, the Postgres-backed
-// queue. Today those are housekeeping: expired OAuth rows (auth/oauth) and
-// long-revoked API keys (PruneKeysWorker); the slow tool families (sandbox
-// runs, computer-use sessions, responsibility wake-ups) will join them. Each
-// area adds its job kinds and periodic jobs to a Registry; cmd/visor builds the Registry and either runs it (`visor
+// queue: delivering round wake-ups to AI employee runtimes (rounds.go),
+// responsibility runs and their question pushes (responsibilities.go), and
+// housekeeping (expired OAuth rows, long-revoked API keys, old wake-ups).
+// Script runs and browser sessions do not use River: the worker plane hands
+// them to sandbox and computer workers over Redis. Each area adds its job
+// kinds and periodic jobs to a Registry; cmd/visor builds the Registry and either runs it (`visor
 // worker`, `visor dev`) or only inserts jobs (`visor serve`).
 package worker
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/web/egress"
 )
 
 // Fetcher retrieves Client ID Metadata Documents from the internet without

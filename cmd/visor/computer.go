@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/visorhq/visor/docker/browser"
 	"github.com/visorhq/visor/services/computer"
-	"github.com/visorhq/visor/services/computer/browser"
 	"github.com/visorhq/visor/storage/redisx"
 )
 
@@ -110,6 +112,7 @@ func (a *app) startComputerWorker(ctx context.Context) error {
 	cfg := browser.Config{Image: c.Image, WorkerID: a.computerWorkerID(), MaxSessions: c.MaxSessions}
 	if len(c.DevHosts) > 0 {
 		cfg.Resolver = devResolver(c.DevHosts)
+		cfg.DevHosts = slices.Collect(maps.Keys(c.DevHosts))
 	}
 	if len(c.TrustSPKI) > 0 {
 		cfg.ExtraFlags = []string{"--ignore-certificate-errors-spki-list=" + strings.Join(c.TrustSPKI, ",")}

@@ -3,8 +3,8 @@ package main
 import (
 	"net"
 
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/responsibilities"
-	"github.com/visorhq/visor/web/egress"
 )
 
 // dutyNotifier is how questions of responsibilities are pushed: through

@@ -18,7 +18,9 @@ const module = "github.com/visorhq/visor"
 
 // TestLayoutAndDependencyDirection: the mandated top level exists, and
 // dependencies point one way — services import no infrastructure and no
-// edge; storage imports no edge; only cmd imports cmd.
+// edge (their tests no container engine or browser either: those live in
+// docker/, named by technology); storage imports no edge; only cmd imports
+// cmd.
 func TestLayoutAndDependencyDirection(t *testing.T) {
 	t.Parallel()
 	for _, d := range []string{"cmd", "services", "auth", "storage", "web", "migrations", "deploy", "go.mod", "README.md"} {
@@ -27,9 +29,21 @@ func TestLayoutAndDependencyDirection(t *testing.T) {
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
 	require.NoError(t, err)
-	infra := []string{"github.com/jackc/", "github.com/redis/", "github.com/labstack/", "github.com/riverqueue/",
+	engines := []string{"github.com/docker/", "github.com/containerd/", "github.com/moby/", "github.com/chromedp/",
+		module + "/docker"}
+	infra := append([]string{"github.com/jackc/", "github.com/redis/", "github.com/labstack/", "github.com/riverqueue/",
 		"github.com/ory/", "go.opentelemetry.io/", "database/sql", "github.com/go-sql-driver/",
-		module + "/storage", module + "/web", module + "/auth", module + "/cmd", module + "/worker"}
+		module + "/storage", module + "/web", module + "/auth", module + "/cmd", module + "/worker"}, engines...)
+	tests, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/services/...").Output()
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(tests)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			for _, bad := range engines {
+				require.False(t, strings.HasPrefix(imp, bad), "%s's tests import %s: container and browser code lives in docker/", pkg, imp)
+			}
+		}
+	}
 	edges := []string{module + "/web", module + "/auth", module + "/cmd"}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, imports, _ := strings.Cut(line, " ")
@@ -70,8 +84,8 @@ func TestOAuthEndpointsLiveUnderWeb(t *testing.T) {
 				require.NotEqual(t, module+"/auth/oauth", imp, "web/ui draws the OAuth pages through web/oauth.Pages, not from auth/oauth")
 				continue
 			}
-			require.False(t, strings.HasPrefix(imp, module+"/web/") && imp != module+"/web/egress",
-				"%s imports %s: auth/ imports no web package but the egress guard", pkg, imp)
+			require.False(t, strings.HasPrefix(imp, module+"/web/"),
+				"%s imports %s: auth/ imports no web package", pkg, imp)
 			require.NotContains(t, []string{"html/template", "text/template"}, imp, "%s imports %s: auth/ draws no pages", pkg, imp)
 			if strings.HasPrefix(pkg, module+"/auth/oauth") {
 				require.False(t, strings.HasPrefix(imp, "github.com/labstack/"), "%s imports %s: the OAuth endpoints are web/oauth's", pkg, imp)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/web/egress"
 	"github.com/visorhq/visor/web/runtime"
 	"github.com/visorhq/visor/web/server"
 	"github.com/visorhq/visor/worker"

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	dockersandbox "github.com/visorhq/visor/docker/sandbox"
 	"github.com/visorhq/visor/services/sandbox"
-	"github.com/visorhq/visor/services/sandbox/docker"
 	"github.com/visorhq/visor/storage/redisx"
 )
 
@@ -100,12 +100,12 @@ func (a *app) startSandboxWorker(ctx context.Context) error {
 		return nil
 	}
 	log := a.log.With("area", "sandbox")
-	r, err := docker.New(docker.Config{Allowed: sc.Images, WorkerID: sc.WorkerID, Gate: sandbox.NewGate(sc.Caps), Runtime: sc.Runtime}, log)
+	r, err := dockersandbox.New(dockersandbox.Config{Allowed: sc.Images, WorkerID: sc.WorkerID, Gate: sandbox.NewGate(sc.Caps), Runtime: sc.Runtime}, log)
 	if err != nil {
 		return fmt.Errorf("sandbox worker: %w", err)
 	}
 	a.life.Defer(func() { _ = r.Close() })
-	if err := a.start(ctx, docker.NewJanitor(r, sc.Sweep)); err != nil {
+	if err := a.start(ctx, dockersandbox.NewJanitor(r, sc.Sweep)); err != nil {
 		return err
 	}
 	var host sandbox.Runner

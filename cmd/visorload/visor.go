@@ -14,12 +14,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/visorhq/visor/web/mcp"
 )
 
-const version = "2026-07-28"
+const version = mcp.Stateless
 
 // meta is the 2026-07-28 _meta every request carries.
-const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"visorload","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `","io.modelcontextprotocol/clientInfo":{"name":"visorload","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 
 // visor is the Visor deployment under load.
 type visor struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/services/keyset"
 	"github.com/visorhq/visor/services/rounds"
 )
 
@@ -151,13 +152,10 @@ type TaskFilter struct {
 }
 
 // Position is a task's place in the newest-first order, for paging.
-type Position struct {
-	CreatedAt time.Time `json:"t"`
-	ID        uuid.UUID `json:"id"`
-}
+type Position = keyset.Position
 
 // PositionOf returns t's position.
-func PositionOf(t Task) Position { return Position{CreatedAt: t.CreatedAt, ID: t.ID} }
+func PositionOf(t Task) Position { return Position{At: t.CreatedAt, ID: t.ID} }
 
 // Store persists the board. Every method takes the tenant explicitly;
 // another tenant's row is fault.NotFound, like a missing one.

@@ -2,8 +2,6 @@ package board
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/keyset"
 	"github.com/visorhq/visor/services/tools"
 )
 
@@ -118,17 +117,20 @@ func (s *Service) toolList(ctx context.Context, c tools.Call) (*tools.Result, er
 	if f.Parent, _, err = idArg(c.Args, "parent_task_id"); err != nil {
 		return nil, err
 	}
+	limit := f.Limit
+	f.Limit++ // one more than asked says whether a next page exists
 	ts, err := s.List(ctx, ActorOf(c.Subject), f)
 	if err != nil {
 		return nil, err
 	}
+	ts, next := keyset.Cut(ts, limit, PositionOf)
 	out := map[string]any{"tasks": ts}
 	var text strings.Builder
 	for _, t := range ts {
 		fmt.Fprintf(&text, "%s [%s, %s] %q\n", t.ID, t.Kind, t.Status, t.Title)
 	}
-	if len(ts) == f.Limit {
-		out["next_cursor"] = EncodeCursor(PositionOf(ts[len(ts)-1]))
+	if next != "" {
+		out["next_cursor"] = next
 		text.WriteString("More tasks: pass next_cursor as cursor.\n")
 	}
 	if len(ts) == 0 {
@@ -144,22 +146,12 @@ func deref(s *string) string {
 	return *s
 }
 
-// EncodeCursor returns the opaque cursor of a position.
-func EncodeCursor(p Position) string {
-	b, _ := json.Marshal(p)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 func decodeCursor(s string) (*Position, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var p Position
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(s) > 200 || json.Unmarshal(raw, &p) != nil || p.ID == uuid.Nil {
+	p, ok := keyset.Parse(s)
+	if !ok {
 		return nil, fault.New(fault.Invalid, "cursor is not one this tool issued")
 	}
-	return &p, nil
+	return p, nil
 }
 
 func (s *Service) toolCreate(ctx context.Context, c tools.Call) (*tools.Result, error) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/keyset"
 )
 
 // Status is where a request stands.
@@ -46,13 +48,10 @@ type Request struct {
 
 // Position is a request's place in the newest-first order, for keyset
 // paging: the sort key of the last request of a page.
-type Position struct {
-	CreatedAt time.Time `json:"t"`
-	ID        uuid.UUID `json:"id"`
-}
+type Position = keyset.Position
 
 // PositionOf returns r's position.
-func PositionOf(r Request) Position { return Position{CreatedAt: r.CreatedAt, ID: r.ID} }
+func PositionOf(r Request) Position { return Position{At: r.CreatedAt, ID: r.ID} }
 
 // RequestLimits bound what one AI employee may ask for, so that a looping
 // or hostile employee cannot bury operators in requests.

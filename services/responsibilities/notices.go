@@ -121,7 +121,7 @@ func NoticeAudit(n Notice, q Wakeup, at time.Time) *audit.Entry {
 }
 
 // Doer sends HTTP requests to operators' webhooks; it must guard against
-// SSRF (web/egress.Client).
+// SSRF (egress.Client).
 type Doer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
@@ -130,7 +130,7 @@ type Doer interface {
 type Notifier struct {
 	HTTP Doer
 	// CheckURL applies the deployment's egress rules to a webhook URL
-	// (web/egress.CheckURL); nil refuses every URL.
+	// (egress.CheckURL); nil refuses every URL.
 	CheckURL func(raw string) (string, error)
 	// BaseURL is where the answer links of a push point.
 	BaseURL string

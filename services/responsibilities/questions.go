@@ -12,6 +12,7 @@ import (
 
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/injection"
+	"github.com/visorhq/visor/services/keyset"
 	"github.com/visorhq/visor/services/rounds"
 )
 
@@ -46,10 +47,7 @@ type OpenQuestion struct {
 }
 
 // QuestionPosition is an open question's place in the oldest-first list.
-type QuestionPosition struct {
-	At time.Time `json:"t"`
-	ID uuid.UUID `json:"id"`
-}
+type QuestionPosition = keyset.Position
 
 // QuestionStore persists questions' answers and what the next run is
 // told. Every method takes the tenant explicitly; another tenant's row is

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/keyset"
 )
 
 // Status is whether a responsibility wakes its employee.
@@ -188,13 +190,10 @@ type Filter struct {
 }
 
 // Position is a responsibility's place in the newest-first order.
-type Position struct {
-	CreatedAt time.Time `json:"t"`
-	ID        uuid.UUID `json:"id"`
-}
+type Position = keyset.Position
 
 // PositionOf returns r's position.
-func PositionOf(r Responsibility) Position { return Position{CreatedAt: r.CreatedAt, ID: r.ID} }
+func PositionOf(r Responsibility) Position { return Position{At: r.CreatedAt, ID: r.ID} }
 
 // Armer is what Arm hands the planning function: the locked
 // responsibility, its open run (nil when none), its live wake-up (nil when

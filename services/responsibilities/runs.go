@@ -9,6 +9,7 @@ import (
 
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/keyset"
 	"github.com/visorhq/visor/services/rounds"
 )
 
@@ -98,10 +99,7 @@ type RunStore interface {
 }
 
 // RunPosition is a run's or skip's place in a newest-first list.
-type RunPosition struct {
-	At time.Time `json:"t"`
-	ID uuid.UUID `json:"id"`
-}
+type RunPosition = keyset.Position
 
 // MaxSpendReport is the most one spend report may add, in cents.
 const MaxSpendReport = 100_000_000

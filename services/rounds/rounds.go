@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/keyset"
 )
 
 // Reason says why an employee is woken.
@@ -109,13 +111,10 @@ type Endpoint struct {
 }
 
 // Position is a wake-up's place in the newest-first order, for paging.
-type Position struct {
-	CreatedAt time.Time `json:"t"`
-	ID        uuid.UUID `json:"id"`
-}
+type Position = keyset.Position
 
 // PositionOf returns w's position.
-func PositionOf(w Wakeup) Position { return Position{CreatedAt: w.CreatedAt, ID: w.ID} }
+func PositionOf(w Wakeup) Position { return Position{At: w.CreatedAt, ID: w.ID} }
 
 // Filter selects wake-ups for a list, newest first. Zero fields do not
 // filter; After continues after a position.

@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
@@ -74,7 +74,7 @@ type Minter interface {
 }
 
 // Doer sends HTTP requests to runtimes; it must guard against SSRF
-// (web/egress.Client) and cap what it reads.
+// (egress.Client) and cap what it reads.
 type Doer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
@@ -118,35 +118,19 @@ func NewService(cfg Config) *Service {
 	return &Service{cfg: cfg, log: cfg.Logger, now: time.Now}
 }
 
-// maxURL bounds an endpoint URL.
-const maxURL = 2000
-
-// checkURL refuses an endpoint URL that is not https (or http for a dev
-// host), names credentials or a fragment, or names a non-public IP
-// literal. Host names are checked again on every dial, after DNS.
+// checkURL refuses an endpoint URL the outbound guard refuses (not https,
+// or http for a dev host; credentials or a fragment; a destination off the
+// public internet). A refused destination is Forbidden, a malformed URL
+// Invalid. Host names are checked again on every dial, after DNS.
 func (s *Service) checkURL(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	u, err := url.Parse(raw)
-	if err != nil || len(raw) > maxURL || u.Host == "" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
-		return "", fault.New(fault.Invalid, "url must be an absolute https URL of at most %d bytes, without credentials or fragment", maxURL)
+	u, err := egress.CheckURL(raw, s.cfg.DevHosts)
+	switch {
+	case errors.Is(err, egress.ErrNotPublic):
+		return "", fault.Newf(fault.Forbidden, err, "url names a non-public address; runtimes must be reachable on the public internet")
+	case err != nil:
+		return "", fault.New(fault.CodeOf(err), "url %s", fault.Message(err))
 	}
-	host := strings.ToLower(u.Hostname())
-	dev := false
-	for _, h := range s.cfg.DevHosts {
-		dev = dev || strings.EqualFold(h, host)
-	}
-	if u.Scheme != "https" && (u.Scheme != "http" || !dev) {
-		return "", fault.New(fault.Invalid, "url must use https")
-	}
-	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && !dev {
-		if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
-			return "", fault.New(fault.Forbidden, "url names a non-public address; runtimes must be reachable on the public internet")
-		}
-	}
-	if host == "localhost" && !dev {
-		return "", fault.New(fault.Forbidden, "url names a non-public address; runtimes must be reachable on the public internet")
-	}
-	return u.String(), nil
+	return u, nil
 }
 
 // SetEndpoint creates or replaces the push endpoint of an employee, or the

@@ -3,8 +3,6 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/plane"
 	"github.com/visorhq/visor/services/sandbox"
-	"github.com/visorhq/visor/services/sandbox/docker"
 )
 
 func job(t *testing.T, j sandbox.Job, enqueued time.Time) plane.Job {
@@ -24,14 +21,16 @@ func job(t *testing.T, j sandbox.Job, enqueued time.Time) plane.Job {
 		Report: func(plane.Progress) {}}
 }
 
-// refusing is a real runner that refuses every image: its allow-list is
-// empty, so it answers image_not_allowed before it would reach the engine.
-func refusing(t *testing.T) sandbox.Runner {
-	r, err := docker.New(docker.Config{WorkerID: "w1"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+// refuser stands for the Docker runner with an empty allow-list: it
+// refuses every image as that runner does (image_not_allowed), before it
+// would reach the engine.
+type refuser struct{}
+
+func (refuser) Run(_ context.Context, p sandbox.Program) (sandbox.Result, error) {
+	return sandbox.Result{}, sandbox.Unavailable("image_not_allowed", p.Image, "the image is not on the platform's allow-list", nil)
 }
+
+func refusing(*testing.T) sandbox.Runner { return refuser{} }
 
 func answer(t *testing.T, h plane.Handler, j plane.Job) sandbox.Answer {
 	t.Helper()

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/visorhq/visor/services/keyset"
 )
 
 // RunState is where a logged script run stands.
@@ -45,10 +47,7 @@ type Run struct {
 }
 
 // RunPosition is a run's place in the newest-first list.
-type RunPosition struct {
-	At time.Time `json:"t"`
-	ID uuid.UUID `json:"id"`
-}
+type RunPosition = keyset.Position
 
 // RunFilter selects logged runs, newest first.
 type RunFilter struct {

@@ -1,12 +1,18 @@
 package tools
 
-// JSON-RPC error codes of policy refusals.
+// JSON-RPC error codes of refusals and failures, as the MCP edge answers
+// them and audit rows record them.
 const (
 	// CodeRefused is the JSON-RPC error code of every policy refusal of a
 	// tools/call (docs/tools.md, "Errors").
 	CodeRefused int64 = -32003
 	// CodeUnknownTool is a tools/call of a name no tool has.
 	CodeUnknownTool int64 = -32602
+	// CodeInvalid is JSON-RPC's invalid params: a caller's mistake.
+	CodeInvalid int64 = -32602
+	// CodeInternal is JSON-RPC's internal error: the call failed on
+	// Visor's side, and the audit row says so.
+	CodeInternal int64 = -32603
 )
 
 // Audit event types. Every tools/call and every refusal is one audit row

@@ -176,7 +176,7 @@ func (s *BoardStore) ListTasks(ctx context.Context, tenantID uuid.UUID, f board.
 		add("tags @> ARRAY[?::text]", f.Tag)
 	}
 	if f.After != nil {
-		args = append(args, f.After.CreatedAt)
+		args = append(args, f.After.At)
 		add(fmt.Sprintf("(created_at, id) < ($%d, ?)", len(args)), f.After.ID)
 	}
 	args = append(args, f.Limit)

@@ -70,7 +70,7 @@ func afterArgs(p *board.Position) (*time.Time, uuid.UUID) {
 	if p == nil {
 		return nil, uuid.Nil
 	}
-	return &p.CreatedAt, p.ID
+	return &p.At, p.ID
 }
 
 // UpdateRoutine locks the routine and writes what fn changed.

@@ -120,7 +120,7 @@ func (s *GrantStore) ListRequests(ctx context.Context, tenantID uuid.UUID, statu
 	var at *time.Time
 	var id uuid.UUID
 	if after != nil {
-		at, id = &after.CreatedAt, after.ID
+		at, id = &after.At, after.ID
 	}
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+requestCols+` FROM capability_requests
 		WHERE tenant_id = $1 AND ($2 = '' OR status = $2) AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))

@@ -124,7 +124,7 @@ func (s *ResponsibilityStore) ListResponsibilities(ctx context.Context, tenantID
 	var t *time.Time
 	var id uuid.UUID
 	if f.After != nil {
-		t, id = &f.After.CreatedAt, f.After.ID
+		t, id = &f.After.At, f.After.ID
 	}
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+respCols+` FROM responsibilities WHERE tenant_id = $1
 		AND ($2::uuid IS NULL OR agent_id = $2)

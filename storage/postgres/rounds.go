@@ -123,7 +123,7 @@ func (s *RoundsStore) Wakeups(ctx context.Context, tenantID uuid.UUID, f rounds.
 		add("w.agent_id = ?", f.Agent)
 	}
 	if f.After != nil {
-		add("(w.created_at, w.id) < (?, ?)", f.After.CreatedAt, f.After.ID)
+		add("(w.created_at, w.id) < (?, ?)", f.After.At, f.After.ID)
 	}
 	args = append(args, f.Limit)
 	rows, err := s.db.Pool.Query(ctx, fmt.Sprintf(`SELECT %s FROM wakeups w WHERE %s ORDER BY w.created_at DESC, w.id DESC LIMIT $%d`,

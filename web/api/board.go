@@ -153,7 +153,7 @@ func (r Board) listTasks(c echo.Context) error {
 	if f.Parent, err = queryID(c, "parent_task_id"); err != nil {
 		return err
 	}
-	if f.After, err = position(page); err != nil {
+	if f.After, err = page.After(); err != nil {
 		return err
 	}
 	ts, err := r.svc.Store().ListTasks(c.Request().Context(), tenant(c).ID, f)
@@ -161,31 +161,8 @@ func (r Board) listTasks(c echo.Context) error {
 		return err
 	}
 	out := TaskList{}
-	out.Tasks, out.NextCursor = boardPage(ts, page.Limit, board.PositionOf)
+	out.Tasks, out.NextCursor = cut(ts, page.Limit, board.PositionOf)
 	return c.JSON(http.StatusOK, out)
-}
-
-// boardPage trims rows read with limit+1 to limit, and returns the cursor
-// of the next page: empty when rows held no more than limit.
-func boardPage[T any](rows []T, limit int, pos func(T) board.Position) ([]T, string) {
-	if len(rows) <= limit {
-		return nonNil(rows), ""
-	}
-	rows = rows[:limit]
-	return rows, EncodeCursor(pos(rows[limit-1]))
-}
-
-// position decodes a board list cursor.
-func position(page PageRequest) (*board.Position, error) {
-	var p board.Position
-	ok, err := page.Decode(&p)
-	if err != nil || !ok {
-		return nil, err
-	}
-	if p.ID == uuid.Nil || p.CreatedAt.IsZero() {
-		return nil, fault.New(fault.Invalid, "cursor is not one this API issued")
-	}
-	return &p, nil
 }
 
 // queryID reads an optional UUID query parameter.
@@ -324,7 +301,7 @@ func (r Board) listActivity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	after, err := position(page)
+	after, err := page.After()
 	if err != nil {
 		return err
 	}
@@ -337,8 +314,8 @@ func (r Board) listActivity(c echo.Context) error {
 		return err
 	}
 	out := ActivityList{}
-	out.Activity, out.NextCursor = boardPage(as, page.Limit, func(a board.Activity) board.Position {
-		return board.Position{CreatedAt: a.CreatedAt, ID: a.ID}
+	out.Activity, out.NextCursor = cut(as, page.Limit, func(a board.Activity) board.Position {
+		return board.Position{At: a.CreatedAt, ID: a.ID}
 	})
 	return c.JSON(http.StatusOK, out)
 }

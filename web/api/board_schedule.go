@@ -99,7 +99,7 @@ func (r Board) listRoutines(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	after, err := position(page)
+	after, err := page.After()
 	if err != nil {
 		return err
 	}
@@ -108,8 +108,8 @@ func (r Board) listRoutines(c echo.Context) error {
 		return err
 	}
 	out := RoutineList{}
-	out.Routines, out.NextCursor = boardPage(rs, page.Limit, func(r board.Routine) board.Position {
-		return board.Position{CreatedAt: r.CreatedAt, ID: r.ID}
+	out.Routines, out.NextCursor = cut(rs, page.Limit, func(r board.Routine) board.Position {
+		return board.Position{At: r.CreatedAt, ID: r.ID}
 	})
 	return c.JSON(http.StatusOK, out)
 }
@@ -209,7 +209,7 @@ func (r Board) listReminders(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	after, err := position(page)
+	after, err := page.After()
 	if err != nil {
 		return err
 	}
@@ -224,8 +224,8 @@ func (r Board) listReminders(c echo.Context) error {
 		return err
 	}
 	out := ReminderList{}
-	out.Reminders, out.NextCursor = boardPage(rs, page.Limit, func(r board.Reminder) board.Position {
-		return board.Position{CreatedAt: r.CreatedAt, ID: r.ID}
+	out.Reminders, out.NextCursor = cut(rs, page.Limit, func(r board.Reminder) board.Position {
+		return board.Position{At: r.CreatedAt, ID: r.ID}
 	})
 	return c.JSON(http.StatusOK, out)
 }

@@ -93,23 +93,16 @@ func (r Grants) listRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after grants.Position
-	more, err := page.Decode(&after)
+	from, err := page.After()
 	if err != nil {
 		return err
 	}
-	var from *grants.Position
-	if more {
-		from = &after
-	}
-	rs, err := r.svc.Store().ListRequests(c.Request().Context(), tenant(c).ID, status, from, page.Limit)
+	rs, err := r.svc.Store().ListRequests(c.Request().Context(), tenant(c).ID, status, from, page.Limit+1)
 	if err != nil {
 		return err
 	}
-	out := RequestList{Requests: nonNil(rs)}
-	if len(rs) == page.Limit {
-		out.NextCursor = EncodeCursor(grants.PositionOf(rs[len(rs)-1]))
-	}
+	out := RequestList{}
+	out.Requests, out.NextCursor = cut(rs, page.Limit, grants.PositionOf)
 	return c.JSON(http.StatusOK, out)
 }
 

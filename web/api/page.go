@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/keyset"
 )
 
 // Paging: every list endpoint takes `limit` and `cursor` and answers with
@@ -103,6 +104,23 @@ func (p PageRequest) Decode(v any) (bool, error) {
 		return false, fault.New(fault.Invalid, "cursor is not one this API issued")
 	}
 	return true, nil
+}
+
+// After reads the request's cursor as a keyset position: nil for the first
+// page; a cursor this API did not issue is fault.Invalid.
+func (p PageRequest) After() (*keyset.Position, error) {
+	pos, ok := keyset.Parse(p.Cursor)
+	if !ok {
+		return nil, fault.New(fault.Invalid, "cursor is not one this API issued")
+	}
+	return pos, nil
+}
+
+// cut trims rows read with limit+1 to limit (keyset.Cut) and returns the
+// next page's cursor; the list is never null.
+func cut[T any](rows []T, limit int, pos func(T) keyset.Position) ([]T, string) {
+	rows, next := keyset.Cut(rows, limit, pos)
+	return nonNil(rows), next
 }
 
 // EncodeCursor returns the opaque cursor for v (the sort key of the last

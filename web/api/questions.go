@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/keyset"
 	"github.com/visorhq/visor/services/responsibilities"
 )
 
@@ -65,23 +66,18 @@ func (q Questions) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after *responsibilities.QuestionPosition
-	var p responsibilities.QuestionPosition
-	if ok, err := page.Decode(&p); err != nil {
+	after, err := page.After()
+	if err != nil {
 		return err
-	} else if ok {
-		after = &p
 	}
 	qs, err := q.svc.Questions(c.Request().Context(), tenant(c).ID, resp, after, page.Limit+1)
 	if err != nil {
 		return err
 	}
-	out := QuestionList{Questions: nonNil(qs)}
-	if len(qs) > page.Limit {
-		out.Questions = qs[:page.Limit]
-		last := qs[page.Limit-1]
-		out.NextCursor = EncodeCursor(responsibilities.QuestionPosition{At: last.AskedAt, ID: last.ID})
-	}
+	out := QuestionList{}
+	out.Questions, out.NextCursor = cut(qs, page.Limit, func(q responsibilities.OpenQuestion) keyset.Position {
+		return keyset.Position{At: q.AskedAt, ID: q.ID}
+	})
 	return c.JSON(http.StatusOK, out)
 }
 

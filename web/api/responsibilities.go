@@ -157,21 +157,15 @@ func (r Responsibilities) list(c echo.Context) error {
 			return err
 		}
 	}
-	var p responsibilities.Position
-	if ok, err := page.Decode(&p); err != nil {
+	if f.After, err = page.After(); err != nil {
 		return err
-	} else if ok {
-		f.After = &p
 	}
 	rs, err := r.svc.Store().ListResponsibilities(c.Request().Context(), tenant(c).ID, f)
 	if err != nil {
 		return err
 	}
-	out := ResponsibilityList{Responsibilities: nonNil(rs)}
-	if len(rs) > page.Limit {
-		out.Responsibilities = rs[:page.Limit]
-		out.NextCursor = EncodeCursor(responsibilities.PositionOf(rs[page.Limit-1]))
-	}
+	out := ResponsibilityList{}
+	out.Responsibilities, out.NextCursor = cut(rs, page.Limit, responsibilities.PositionOf)
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -265,19 +259,6 @@ func (r Responsibilities) run(c echo.Context) error {
 	return c.JSON(http.StatusCreated, run)
 }
 
-// runPage reads the page and cursor of a runs or skips list.
-func runPage(c echo.Context) (PageRequest, *responsibilities.RunPosition, error) {
-	page, err := ReadPage(c)
-	if err != nil {
-		return page, nil, err
-	}
-	var p responsibilities.RunPosition
-	if ok, err := page.Decode(&p); err != nil || !ok {
-		return page, nil, err
-	}
-	return page, &p, nil
-}
-
 // owned checks that the path's responsibility is the tenant's.
 func (r Responsibilities) owned(c echo.Context) (responsibilities.Responsibility, error) {
 	id, err := pathID(c, "responsibility")
@@ -335,7 +316,11 @@ func historyPage[T any](c echo.Context, r Responsibilities,
 	if err != nil {
 		return nil, "", err
 	}
-	page, after, err := runPage(c)
+	page, err := ReadPage(c)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := page.After()
 	if err != nil {
 		return nil, "", err
 	}
@@ -343,15 +328,6 @@ func historyPage[T any](c echo.Context, r Responsibilities,
 	if err != nil {
 		return nil, "", err
 	}
-	kept, next := cutPage(rows, page.Limit, pos)
+	kept, next := cut(rows, page.Limit, pos)
 	return kept, next, nil
-}
-
-// cutPage keeps the first limit of rows (read as limit+1, newest first)
-// and, when there were more, the cursor after the last row kept.
-func cutPage[T any](rows []T, limit int, pos func(T) responsibilities.RunPosition) ([]T, string) {
-	if len(rows) <= limit {
-		return nonNil(rows), ""
-	}
-	return rows[:limit], EncodeCursor(pos(rows[limit-1]))
 }

@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
-	"github.com/visorhq/visor/web/egress"
 	"github.com/visorhq/visor/web/server"
 )
 

@@ -137,24 +137,15 @@ func (r Runtime) wakeups(c echo.Context) error {
 			return err
 		}
 	}
-	var p rounds.Position
-	if ok, err := page.Decode(&p); err != nil {
+	if f.After, err = page.After(); err != nil {
 		return err
-	} else if ok {
-		if p.ID == uuid.Nil || p.CreatedAt.IsZero() {
-			return fault.New(fault.Invalid, "cursor is not one this API issued")
-		}
-		f.After = &p
 	}
 	ws, err := r.svc.Wakeups(c.Request().Context(), tenant(c).ID, f)
 	if err != nil {
 		return err
 	}
-	out := WakeupList{Wakeups: nonNil(ws)}
-	if limit := f.Limit - 1; len(ws) > limit {
-		out.Wakeups = ws[:limit]
-		out.NextCursor = EncodeCursor(rounds.PositionOf(ws[limit-1]))
-	}
+	out := WakeupList{}
+	out.Wakeups, out.NextCursor = cut(ws, f.Limit-1, rounds.PositionOf)
 	return c.JSON(http.StatusOK, out)
 }
 

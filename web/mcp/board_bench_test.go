@@ -77,7 +77,7 @@ func BenchmarkBoardTasksList(b *testing.B) {
 		{"assignee", `{"assignee":"bob"}`},
 		{"status", `{"status":"blocked"}`},
 		{"tag", `{"tag":"team-7"}`},
-		{"page-5000-deep", fmt.Sprintf(`{"cursor":%q}`, board.EncodeCursor(board.PositionOf(mid)))},
+		{"page-5000-deep", fmt.Sprintf(`{"cursor":%q}`, board.PositionOf(mid).Cursor())},
 		{"limit-100", `{"limit":100}`},
 	}
 	hdr := modernHeaders("tools/call", "tasks_list")

@@ -25,7 +25,7 @@ import (
 // malformed _meta, a progress token — goes to the SDK. It reports whether
 // it answered.
 func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek, body []byte) bool {
-	const version = "2026-07-28"
+	const version = Stateless
 	if pk.Method != "tools/call" || r.Header.Get("Mcp-Method") != pk.Method || r.Header.Get("Mcp-Protocol-Version") != version ||
 		pk.Params.Meta.Version != version || h.callsOff {
 		return false

@@ -350,7 +350,7 @@ func FuzzCallAnsweredAsTheSDK(f *testing.F) {
 	}
 	fx := newFixture(f)
 	fast := fx.ep
-	slow := New(fast.reg, fast.subjects, fast.audit, fx.hub, Options{PageSize: 3, MaxBodyBytes: 64 << 10, CallsThroughSDK: true})
+	slow := New(fast.reg, fast.subjects, fixtureRecorder{fx}, fx.hub, Options{PageSize: 3, MaxBodyBytes: 64 << 10, CallsThroughSDK: true})
 	p := fx.tokens["emp"]
 	post := func(ep *Handler, body []byte, hdr map[string]string) *httptest.ResponseRecorder {
 		ctx, cancel := context.WithTimeout(identity.WithPrincipal(context.Background(), p), 2*time.Second)

@@ -25,7 +25,7 @@ import (
 // malformed _meta, a bad cursor, a caller the policy cannot load — goes to
 // the SDK, which validates and answers it. It reports whether it answered.
 func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek, body []byte) bool {
-	const version = "2026-07-28"
+	const version = Stateless
 	if pk.Method != "tools/list" || r.Header.Get("Mcp-Method") != pk.Method || r.Header.Get("Mcp-Name") != "" ||
 		r.Header.Get("Mcp-Protocol-Version") != version || pk.Params.Meta.Version != version {
 		return false

@@ -1,8 +1,9 @@
 // Package mcp is Visor's MCP endpoint, {base}/t/{tenant}/mcp, on the
-// official go-sdk. One URL serves every protocol era: the session-based eras
-// (2025-03-26, 2025-06-18, 2025-11-25) through a stateful SDK handler, and
-// 2026-07-28 through a stateless one, chosen per request by the
-// MCP-Protocol-Version header and the request's _meta. Both share one
+// official go-sdk. One URL serves every protocol era (Versions): the
+// session-based eras before Stateless through a stateful SDK handler, and
+// Stateless and later through a stateless one, chosen per request by the
+// MCP-Protocol-Version header and the request's _meta (protocol.go is the
+// one place that names a version). Both share one
 // *sdk.Server whose receiving middleware answers tools/list and tools/call
 // from the tools registry and its one policy, and audits every call.
 package mcp
@@ -24,6 +25,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/calls"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
@@ -71,7 +73,7 @@ type Options struct {
 type Handler struct {
 	reg      *tools.Registry
 	subjects *tools.Subjects
-	audit    audit.Recorder
+	calls    *calls.Pipeline
 	streams  live.Streams
 	opts     Options
 	log      *slog.Logger
@@ -122,7 +124,7 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	h := &Handler{reg: reg, subjects: subjects, audit: rec, streams: streams, opts: opts, log: opts.Logger,
+	h := &Handler{reg: reg, subjects: subjects, calls: calls.New(reg, subjects, rec, opts.Logger), streams: streams, opts: opts, log: opts.Logger,
 		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{}),
 		lists: newListCache(opts.ListCacheEntries, opts.ListCacheBytes), callsOff: opts.CallsThroughSDK}
 	h.life, h.endLife = context.WithCancel(context.Background())
@@ -263,7 +265,7 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 // MCP-Protocol-Version header, its _meta, or a server/discover probe.
 func modernEra(r *http.Request, pk *peek) bool {
 	v := r.Header.Get("Mcp-Protocol-Version")
-	return v >= "2026-07-28" || pk.Params.Meta.Version != "" || pk.Method == "server/discover"
+	return IsStateless(v) || pk.Params.Meta.Version != "" || pk.Method == "server/discover"
 }
 
 // tokenInfo bridges Visor's principal into the SDK's per-request token

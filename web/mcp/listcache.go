@@ -153,7 +153,7 @@ func (h *Handler) page(k pageKey) (*listPage, error) {
 		res.NextCursor = encodeCursor(all[i-1].Name)
 	}
 	res.CacheScope, res.TTLMs = "private", int(h.opts.ListTTL.Milliseconds())
-	if k.era >= "2026-07-28" {
+	if IsStateless(k.era) {
 		// What the SDK adds to every result of this era, encoded with the
 		// page (it finds the server info present and leaves it).
 		res.ResultType = "complete"

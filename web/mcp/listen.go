@@ -21,7 +21,7 @@ import (
 // (a malformed _meta, a header mismatch, a filter without tools) goes to the
 // SDK, which validates and answers it. It reports whether it answered.
 func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek) bool {
-	const version = "2026-07-28"
+	const version = Stateless
 	if pk.Method != "subscriptions/listen" || r.Header.Get("Mcp-Method") != pk.Method || r.Header.Get("Mcp-Name") != "" ||
 		r.Header.Get("Mcp-Protocol-Version") != version || pk.Params.Meta.Version != version ||
 		!isObject(pk.Params.Meta.Capabilities) || (pk.Params.Meta.ClientInfo != nil && !isObject(pk.Params.Meta.ClientInfo)) ||

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/calls"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/tools"
 )
@@ -145,15 +145,9 @@ func encodeCursor(after string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("after:" + after))
 }
 
-// rpcError maps a fault to a JSON-RPC error, in the one place this edge does.
+// rpcError maps a fault to a JSON-RPC error, as the call pipeline's audit
+// rows record it (calls.CodeOf).
 func rpcError(err error) *jsonrpc.Error {
-	switch fault.CodeOf(err) {
-	case fault.Unauthorized, fault.Forbidden:
-		return &jsonrpc.Error{Code: tools.CodeRefused, Message: fault.Message(err)}
-	case fault.Invalid:
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fault.Message(err)}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	code, msg := calls.CodeOf(err)
+	return &jsonrpc.Error{Code: code, Message: msg}
 }
-
-func principalKind(p identity.Principal) string { return string(p.Kind) }

@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -29,16 +28,14 @@ func (h *Handler) refuseText(w http.ResponseWriter, r *http.Request, p identity.
 		status, id = http.StatusBadRequest, nil
 	}
 	if pk.Method == "tools/call" {
-		e := audit.Entry{ID: audit.NewID(), TenantID: p.TenantID, PrincipalKind: principalKind(p), PrincipalID: p.ID(),
-			Tool: validtext.Storable(pk.Params.Name), Outcome: audit.OutcomeRefused, Code: code, Event: tools.EventInvalidText,
-			Message: msg, At: time.Now()}
+		a := h.calls.Refuse(r.Context(), p, validtext.Storable(pk.Params.Name),
+			tools.Decision{Hidden: true, Code: code, Event: tools.EventInvalidText, Reason: msg})
 		note, _ := r.Context().Value(callNoteKey{}).(*callNote)
-		outcome := e.Outcome
-		if rerr := h.audit.Record(r.Context(), e); rerr != nil {
-			h.log.ErrorContext(r.Context(), "audit record failed", "err", rerr)
-			code, msg, outcome = jsonrpc.CodeInternalError, "the audit trail is unavailable; retry later", audit.OutcomeFailed
+		outcome := a.Entry.Outcome
+		if a.Unrecorded {
+			code, msg, outcome = jsonrpc.CodeInternalError, a.Failure, audit.OutcomeFailed
 		}
-		h.record(note, e.Tool, outcome, e.Event, time.Since(e.At))
+		h.record(note, a.Entry.Tool, outcome, a.Entry.Event, a.Elapsed)
 	}
 	answer := map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": code, "message": msg}}
 	if id != nil {

@@ -29,7 +29,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/services/computer/browser/browsertest"
+	"github.com/visorhq/visor/docker"
+	"github.com/visorhq/visor/docker/dockertest"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/redisx"
 )
@@ -101,7 +102,7 @@ func callFull(t *testing.T, r *replica, token, name string, args map[string]any)
 // to an unlisted host refused, a workspace file written and read back,
 // stop — and no container left.
 func TestComputerUseOverMCP(t *testing.T) {
-	image := browsertest.Image(t)
+	image := dockertest.Browser(t)
 	w := newWorld(t)
 	b, c := 1+mrand.IntN(250), 1+mrand.IntN(250)
 	shopIP, evilIP := netip.AddrFrom4([4]byte{127, byte(b), byte(c), 4}), netip.AddrFrom4([4]byte{127, byte(b), byte(c), 5})
@@ -177,7 +178,7 @@ func TestComputerUseOverMCP(t *testing.T) {
 
 	stop := callFull(t, r, w.adaKey, "computer_session_stop", map[string]any{"session_id": started.SessionID})
 	require.False(t, stop.IsError)
-	require.Empty(t, sessionContainers(t, "visor.computer.tenant="+w.acme.ID.String()), "no container is left")
+	require.Empty(t, sessionContainers(t, docker.LabelTenant+"="+w.acme.ID.String()), "no container is left")
 
 	// The audit trail keeps a count of what was typed and the host, never
 	// the text, the URL's path, the file's path or its content.
@@ -220,7 +221,7 @@ func sessionWorker(t *testing.T, w *world, session string) string {
 // sessionContainers lists the session containers with a label.
 func sessionContainers(t *testing.T, label string) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+label).CombinedOutput()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+docker.LabelKind+"="+string(docker.Browser), "--filter", "label="+label).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return strings.Fields(string(out))
 }
@@ -233,7 +234,7 @@ func sessionContainers(t *testing.T, label string) []string {
 // released, and the other worker's janitor removes the dead worker's
 // container while the other session goes on.
 func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
-	image := browsertest.Image(t)
+	image := dockertest.Browser(t)
 	w := newWorld(t)
 	ctx := context.Background()
 	rs := privateRedis(t)
@@ -301,8 +302,8 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 			require.False(t, res.IsError, "%+v", res)
 		}
 	}
-	require.Len(t, sessionContainers(t, "visor.computer.worker="+idA+"-browser"), 1)
-	require.Len(t, sessionContainers(t, "visor.computer.worker="+idB+"-browser"), 1)
+	require.Len(t, sessionContainers(t, docker.LabelWorker+"="+idA+"-browser"), 1)
+	require.Len(t, sessionContainers(t, docker.LabelWorker+"="+idB+"-browser"), 1)
 
 	// B dies: bob hears "lost" on his next call, with the next step.
 	workerB.kill()
@@ -325,7 +326,7 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	require.Equal(t, 1, n, "the refusal is audited")
 
 	// A's janitor removes what B left; ada's session goes on.
-	require.Eventually(t, func() bool { return len(sessionContainers(t, "visor.computer.worker="+idB+"-browser")) == 0 },
+	require.Eventually(t, func() bool { return len(sessionContainers(t, docker.LabelWorker+"="+idB+"-browser")) == 0 },
 		20*time.Second, 200*time.Millisecond, "the dead worker's container is reaped")
 	res := callFull(t, r, w.adaKey, "computer_screenshot", nil)
 	require.False(t, res.IsError, "%+v", res)
@@ -335,7 +336,7 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	require.False(t, res.IsError)
 	res = callFull(t, r, w.bobKey, "computer_session_stop", nil)
 	require.False(t, res.IsError)
-	require.Empty(t, sessionContainers(t, "visor.computer.tenant="+w.acme.ID.String()))
+	require.Empty(t, sessionContainers(t, docker.LabelTenant+"="+w.acme.ID.String()))
 }
 
 // TestARestartedComputerWorkerCleansUpItsEarlierLife: a computer worker is
@@ -344,7 +345,7 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 // session lost (its workspace released) before any call comes, and the
 // employee's next call hears that the session was lost.
 func TestARestartedComputerWorkerCleansUpItsEarlierLife(t *testing.T) {
-	image := browsertest.Image(t)
+	image := dockertest.Browser(t)
 	w := newWorld(t)
 	ctx := context.Background()
 	redisURL := privateRedis(t).URL()
@@ -361,7 +362,7 @@ func TestARestartedComputerWorkerCleansUpItsEarlierLife(t *testing.T) {
 		WorkspaceID string `json:"workspace_id"`
 	}
 	require.NoError(t, json.Unmarshal(res.Structured, &st))
-	label := "visor.computer.worker=" + id + "-browser"
+	label := docker.LabelWorker + "=" + id + "-browser"
 	require.Len(t, sessionContainers(t, label), 1)
 
 	worker.kill()

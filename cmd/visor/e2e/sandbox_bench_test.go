@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/visorhq/visor/docker"
 )
 
 // BenchmarkExecuteProgram measures execute_program end to end: an MCP
@@ -80,7 +81,7 @@ func cancelMCP(b *testing.B, s *sandboxWorld) {
 		b.Fatal(err)
 	}
 	defer cli.Close()
-	mine := container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "org.visor.sandbox.worker="+s.workerID))}
+	mine := container.ListOptions{All: true, Filters: docker.Filter(docker.Sandbox, s.workerID)}
 	list := func() []container.Summary {
 		l, err := cli.ContainerList(context.Background(), mine)
 		if err != nil {

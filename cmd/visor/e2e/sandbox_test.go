@@ -15,7 +15,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/services/sandbox/sandboxtest"
+	"github.com/visorhq/visor/docker"
+	"github.com/visorhq/visor/docker/dockertest"
 )
 
 // sandboxWorld is a serve replica and a sandbox worker on one private
@@ -34,7 +35,7 @@ type sandboxWorld struct {
 }
 
 func newSandboxWorld(t testing.TB, workerEnv ...string) *sandboxWorld {
-	image := sandboxtest.Image(t)
+	image := dockertest.Sandbox(t)
 	s := &sandboxWorld{w: newWorld(t), redisURL: privateRedis(t).URL(), image: image, workerID: "e2e-" + uuid.NewString()[:8]}
 	s.serve = startReplica(t, "serve", s.w.dbURL, s.redisURL, "VISOR_SANDBOX_IMAGES="+image)
 	s.workerEnv = workerEnv
@@ -79,7 +80,7 @@ func (s *sandboxWorld) runOn(ctx context.Context, cs *sdk.ClientSession, lang, c
 
 // containers lists the sandbox containers of the world's worker.
 func (s *sandboxWorld) containers(t testing.TB) []string {
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=org.visor.sandbox.worker="+s.workerID).Output()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+docker.LabelKind+"="+string(docker.Sandbox), "--filter", "label="+docker.LabelWorker+"="+s.workerID).Output()
 	require.NoError(t, err)
 	return strings.Fields(string(out))
 }

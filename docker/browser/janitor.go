@@ -12,11 +12,9 @@ import (
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
 
+	"github.com/visorhq/visor/docker"
 	"github.com/visorhq/visor/services/computer"
 )
 
@@ -32,39 +30,7 @@ func (m *Manager) Sweep(ctx context.Context, worker string, olderThan time.Durat
 }
 
 func (m *Manager) sweepDocker(ctx context.Context, worker string, olderThan time.Duration) (removed int, err error) {
-	args := filters.NewArgs(filters.Arg("label", LabelOwner+"=1"))
-	if worker != "" {
-		args.Add("label", LabelWorker+"="+worker)
-	}
-	list, err := m.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
-	if err != nil {
-		return 0, fmt.Errorf("list session containers: %w", err)
-	}
-	cutoff := time.Now().Add(-olderThan)
-	var errs []error
-	for _, c := range list {
-		if time.Unix(c.Created, 0).After(cutoff) || m.holds(c.Labels[LabelSession]) {
-			continue
-		}
-		if err := m.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isGone(err) {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	nets, err := m.cli.NetworkList(ctx, network.ListOptions{Filters: args})
-	if err != nil {
-		return removed, errors.Join(append(errs, err)...)
-	}
-	for _, n := range nets {
-		if n.Created.After(cutoff) || m.holds(n.Labels[LabelSession]) {
-			continue
-		}
-		if err := m.cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	return removed, errors.Join(errs...)
+	return docker.Sweep(ctx, m.cli, docker.Browser, worker, olderThan, m.holds)
 }
 
 // dirPrefix names the workspace copies of one worker's sessions; "" is
@@ -110,12 +76,6 @@ func (m *Manager) sweepDirs(worker string, cutoff time.Time) error {
 		errs = append(errs, os.RemoveAll(filepath.Join(m.cfg.TempDir, e.Name())))
 	}
 	return errors.Join(errs...)
-}
-
-// isGone reports an error that means the container no longer exists or is
-// already being removed.
-func isGone(err error) bool {
-	return cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
 }
 
 // ReapIdle stops the sessions no action touched for the idle timeout and
@@ -165,62 +125,56 @@ type Janitor struct {
 	reap     sync.Mutex
 	suspects map[string]bool // workers found not alive by the last sweep
 
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	mu  sync.Mutex
+	run *docker.Janitor
 }
 
-// Start sweeps this worker's leftovers and starts the periodic sweep.
+// Start sweeps this worker's leftovers, reports its earlier life's
+// sessions lost, and starts the periodic sweep on the shared janitor. It
+// runs once.
 func (j *Janitor) Start(ctx context.Context) error {
+	period := j.Period
+	if period == 0 {
+		period = 30 * time.Second
+	}
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.stop != nil {
-		return errors.New("browser janitor: already started")
+	if j.run == nil {
+		j.run = &docker.Janitor{Every: period, First: j.first, Tick: j.tick, Last: j.last}
 	}
-	if _, err := j.M.Sweep(ctx, j.M.cfg.WorkerID, 0); err != nil {
-		j.M.log.Warn("sweep this worker's leftover sessions", "err", err)
-	}
-	if j.Dead != nil {
-		j.Dead(ctx, j.M.cfg.WorkerID) // what an earlier life of this worker held is gone
-	}
-	if j.Period == 0 {
-		j.Period = 30 * time.Second
-	}
-	j.stop, j.done = make(chan struct{}), make(chan struct{})
-	go j.loop(context.WithoutCancel(ctx), j.stop, j.done)
-	return nil
-}
-
-func (j *Janitor) loop(ctx context.Context, stop, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(j.Period)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			j.M.ReapIdle(ctx)
-			j.reapDead(ctx)
-			if _, err := j.M.Sweep(ctx, "", computer.SessionLifetime+time.Minute); err != nil {
-				j.M.log.Warn("sweep dead workers' sessions", "err", err)
-			}
-		}
-	}
+	run := j.run
+	j.mu.Unlock()
+	return run.Start(ctx)
 }
 
 // Stop ends the periodic sweep and stops every session this worker holds;
 // safe to call twice.
 func (j *Janitor) Stop() {
 	j.mu.Lock()
-	stop, done := j.stop, j.done
-	j.stop = nil
+	run := j.run
 	j.mu.Unlock()
-	if stop == nil {
-		return
+	if run != nil {
+		run.Stop()
 	}
-	close(stop)
-	<-done
+}
+
+func (j *Janitor) first(ctx context.Context) {
+	if _, err := j.M.Sweep(ctx, j.M.cfg.WorkerID, 0); err != nil {
+		j.M.log.Warn("sweep this worker's leftover sessions", "err", err)
+	}
+	if j.Dead != nil {
+		j.Dead(ctx, j.M.cfg.WorkerID) // what an earlier life of this worker held is gone
+	}
+}
+
+func (j *Janitor) tick(ctx context.Context) {
+	j.M.ReapIdle(ctx)
+	j.reapDead(ctx)
+	if _, err := j.M.Sweep(ctx, "", computer.SessionLifetime+time.Minute); err != nil {
+		j.M.log.Warn("sweep dead workers' sessions", "err", err)
+	}
+}
+
+func (j *Janitor) last() {
 	if err := j.M.Close(context.Background()); err != nil {
 		j.M.log.Warn("stop sessions at shutdown", "err", err)
 	}
@@ -229,14 +183,14 @@ func (j *Janitor) Stop() {
 // Workers lists the workers that made the session containers on this
 // Docker Engine, other than this one.
 func (m *Manager) Workers(ctx context.Context) ([]string, error) {
-	list, err := m.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"=1"))})
+	list, err := m.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: docker.Filter(docker.Browser, "")})
 	if err != nil {
 		return nil, fmt.Errorf("list session containers: %w", err)
 	}
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range list {
-		if w := c.Labels[LabelWorker]; w != "" && w != m.cfg.WorkerID && !seen[w] {
+		if w := c.Labels[docker.LabelWorker]; w != "" && w != m.cfg.WorkerID && !seen[w] {
 			seen[w] = true
 			out = append(out, w)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
+	"github.com/visorhq/visor/docker"
 	"github.com/visorhq/visor/services/computer"
 )
 
@@ -40,7 +41,7 @@ type session struct {
 }
 
 func (m *Manager) labels(spec computer.Spec) map[string]string {
-	return map[string]string{LabelOwner: "1", LabelWorker: m.cfg.WorkerID, LabelTenant: spec.Tenant.String(), LabelSession: spec.Session.String()}
+	return docker.Labels(docker.Browser, m.cfg.WorkerID, spec.Tenant.String(), spec.Session.String())
 }
 
 // create makes the network, proxy, files and container of a session and
@@ -70,7 +71,7 @@ func (m *Manager) create(ctx context.Context, spec computer.Spec) (_ *session, e
 	}
 	flags := append([]string{fmt.Sprintf("--window-size=%d,%d", spec.Width, spec.Height)}, m.cfg.ExtraFlags...)
 	if len(spec.Allowed) > 0 {
-		pinned, failed := Pin(ctx, m.cfg.Resolver, spec.Allowed)
+		pinned, failed := Pin(ctx, m.cfg.Resolver, spec.Allowed, m.cfg.DevHosts)
 		if len(failed) > 0 {
 			m.log.Info("allowed hosts that did not resolve at session start", "session", spec.Session, "hosts", failed)
 		}
@@ -231,7 +232,7 @@ func (s *session) teardown(ctx context.Context, cli *client.Client) error {
 	}
 	var errs []error
 	if s.container != "" {
-		if err := cli.ContainerRemove(ctx, s.container, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isGone(err) {
+		if err := cli.ContainerRemove(ctx, s.container, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !docker.IsGone(err) {
 			errs = append(errs, fmt.Errorf("remove session container: %w", err))
 		}
 	}

@@ -31,13 +31,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/docker"
+	"github.com/visorhq/visor/docker/dockertest"
 	"github.com/visorhq/visor/services/computer"
-	"github.com/visorhq/visor/services/computer/browser/browsertest"
 	"github.com/visorhq/visor/services/fault"
 )
 
@@ -89,13 +89,7 @@ var (
 
 func newLab(t testing.TB) *lab {
 	t.Helper()
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		if os.Getenv("VISOR_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatalf("Docker Engine is required (VISOR_TEST_REQUIRE_SERVICES=1) but unavailable: %v %s", err, out)
-		}
-		t.Skipf("SKIPPED: Docker Engine unavailable (%v); set VISOR_TEST_REQUIRE_SERVICES=1 to make this a failure", err)
-	}
-	img := browsertest.Image(t)
+	img := dockertest.Browser(t)
 	labOnce.Do(func() { theLab, labErr = buildLab(img) })
 	require.NoError(t, labErr)
 	return theLab
@@ -194,12 +188,13 @@ func evalIn[T any](s *session, js string, out *T) error {
 func (l *lab) manager(t testing.TB) *Manager {
 	t.Helper()
 	m, err := New(Config{Image: l.image, WorkerID: "test-" + uuid.NewString()[:8], TempDir: t.TempDir(), Resolver: l.dns,
+		DevHosts:   []string{"shop.test", "evil.test"},
 		ExtraFlags: []string{"--ignore-certificate-errors-spki-list=" + l.spki}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, m.Close(context.Background()))
 		left, err := m.Client().ContainerList(context.Background(), container.ListOptions{All: true,
-			Filters: filters.NewArgs(filters.Arg("label", LabelWorker+"="+m.cfg.WorkerID))})
+			Filters: docker.Filter(docker.Browser, m.cfg.WorkerID)})
 		require.NoError(t, err)
 		require.Empty(t, left, "no session container is left behind")
 	})

@@ -1,4 +1,4 @@
-package docker_test
+package sandbox_test
 
 import (
 	"context"
@@ -15,16 +15,17 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/docker"
+	"github.com/visorhq/visor/docker/dockertest"
+	"github.com/visorhq/visor/docker/sandbox"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/services/sandbox"
-	"github.com/visorhq/visor/services/sandbox/docker"
-	"github.com/visorhq/visor/services/sandbox/sandboxtest"
+	domain "github.com/visorhq/visor/services/sandbox"
 )
 
 // bundle is one test's runner: its own worker id and temporary directory,
 // so parallel tests never see each other's containers or directories.
 type bundle struct {
-	r      *docker.Runner
+	r      *sandbox.Runner
 	image  string
 	worker string
 	tmp    string
@@ -32,9 +33,9 @@ type bundle struct {
 
 func setup(t testing.TB, memory int64) *bundle {
 	t.Helper()
-	image := sandboxtest.Image(t)
+	image := dockertest.Sandbox(t)
 	b := &bundle{image: image, worker: "test-" + uuid.NewString(), tmp: t.TempDir()}
-	r, err := docker.New(docker.Config{Allowed: []string{image}, WorkerID: b.worker, TempDir: b.tmp, Memory: memory},
+	r, err := sandbox.New(sandbox.Config{Allowed: []string{image}, WorkerID: b.worker, TempDir: b.tmp, Memory: memory},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	b.r = r
@@ -45,11 +46,11 @@ func setup(t testing.TB, memory int64) *bundle {
 	return b
 }
 
-func (b *bundle) program(lang sandbox.Language, src string, timeout time.Duration) sandbox.Program {
-	return sandbox.Program{Tenant: uuid.New(), RunID: uuid.New(), Image: b.image, Language: lang, Source: src, Timeout: timeout}
+func (b *bundle) program(lang domain.Language, src string, timeout time.Duration) domain.Program {
+	return domain.Program{Tenant: uuid.New(), RunID: uuid.New(), Image: b.image, Language: lang, Source: src, Timeout: timeout}
 }
 
-func (b *bundle) run(t *testing.T, lang sandbox.Language, src string, timeout time.Duration) sandbox.Result {
+func (b *bundle) run(t *testing.T, lang domain.Language, src string, timeout time.Duration) domain.Result {
 	t.Helper()
 	res, err := b.r.Run(context.Background(), b.program(lang, src, timeout))
 	require.NoError(t, err)
@@ -78,7 +79,7 @@ func (b *bundle) requireClean(t testing.TB) {
 
 // started runs p in the background and returns, once its container is
 // running, the container's id, a cancel for the run and the run's outcome.
-func (b *bundle) started(t testing.TB, p sandbox.Program) (string, context.CancelFunc, <-chan error) {
+func (b *bundle) started(t testing.TB, p domain.Program) (string, context.CancelFunc, <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -89,7 +90,7 @@ func (b *bundle) started(t testing.TB, p sandbox.Program) (string, context.Cance
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, c := range b.containers(t) {
-			if c.State == "running" && c.Labels[docker.LabelRun] == p.RunID.String() {
+			if c.State == "running" && c.Labels[docker.LabelID] == p.RunID.String() {
 				return c.ID, cancel, done
 			}
 		}
@@ -103,7 +104,7 @@ func (b *bundle) started(t testing.TB, p sandbox.Program) (string, context.Cance
 func TestCreatedContainerCarriesEveryLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	p := b.program(sandbox.Shell, "sleep 60", 60*time.Second)
+	p := b.program(domain.Shell, "sleep 60", 60*time.Second)
 	id, cancel, done := b.started(t, p)
 	c, err := b.r.Client().ContainerInspect(context.Background(), id)
 	cancel()
@@ -114,8 +115,8 @@ func TestCreatedContainerCarriesEveryLimit(t *testing.T) {
 	require.Equal(t, []string{"sh", "-c", `exec "$@" 2>&1`, "sandbox", "sh", "/workspace/main.sh"}, []string(c.Config.Cmd))
 	require.True(t, c.Config.NetworkDisabled)
 	require.Equal(t, map[string]string{
-		docker.LabelOwner: "1", docker.LabelTenant: p.Tenant.String(),
-		docker.LabelRun: p.RunID.String(), docker.LabelWorker: b.worker,
+		docker.LabelKind: "sandbox", docker.LabelTenant: p.Tenant.String(),
+		docker.LabelID: p.RunID.String(), docker.LabelWorker: b.worker,
 	}, c.Config.Labels)
 
 	h := c.HostConfig
@@ -143,7 +144,7 @@ func TestCreatedContainerCarriesEveryLimit(t *testing.T) {
 func TestScriptSeesOnlyItsWorkspaceAsTheHostUser(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	res := b.run(t, sandbox.Shell, `id -u; id -g; ls -A /workspace; grep CapEff /proc/self/status
+	res := b.run(t, domain.Shell, `id -u; id -g; ls -A /workspace; grep CapEff /proc/self/status
 grep NoNewPrivs /proc/self/status; ls /var/run/docker.sock /run/docker.sock 2>&1 | grep -c 'No such'`, 0)
 	require.Equal(t, 0, res.ExitCode, res.Output)
 	require.Equal(t, "1000\n1000\nmain.sh\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n2\n", res.Output)
@@ -152,7 +153,7 @@ grep NoNewPrivs /proc/self/status; ls /var/run/docker.sock /run/docker.sock 2>&1
 func TestScriptHasNoNetwork(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	res := b.run(t, sandbox.Python, `
+	res := b.run(t, domain.Python, `
 import os, socket
 print(sorted(os.listdir("/sys/class/net")))
 for host in ("1.1.1.1", "172.17.0.1", "127.0.0.1"):
@@ -169,7 +170,7 @@ for host in ("1.1.1.1", "172.17.0.1", "127.0.0.1"):
 func TestRootFilesystemAndWorkspaceAreReadOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	res := b.run(t, sandbox.Shell, `
+	res := b.run(t, domain.Shell, `
 for f in /x /etc/x /workspace/x /tmp/x; do
   if (echo x > $f) 2>/dev/null; then echo "$f written"; else echo "$f refused"; fi
 done`, 0)
@@ -180,7 +181,7 @@ done`, 0)
 func TestForkBombStopsAtTheProcessLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	res := b.run(t, sandbox.Python, `
+	res := b.run(t, domain.Python, `
 import os, time
 n = 0
 try:
@@ -204,7 +205,7 @@ except OSError as e:
 func TestMemoryHogIsReportedOutOfMemory(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 64<<20) // the same limit, small enough to reach at once
-	res := b.run(t, sandbox.Python, `
+	res := b.run(t, domain.Python, `
 chunks = []
 while True:
     chunks.append(b"x" * (1 << 20))
@@ -217,7 +218,7 @@ while True:
 func TestSleeperIsKilledAtItsTimeout(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	res := b.run(t, sandbox.Shell, "echo started; sleep 60; echo never", time.Second)
+	res := b.run(t, domain.Shell, "echo started; sleep 60; echo never", time.Second)
 	require.True(t, res.TimedOut)
 	require.Equal(t, "started\n", res.Output)
 	require.Less(t, res.Duration, 10*time.Second)
@@ -227,13 +228,13 @@ func TestSleeperIsKilledAtItsTimeout(t *testing.T) {
 func TestOutputIsCombinedAndCapped(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	res := b.run(t, sandbox.Shell, "echo out1; echo err1 >&2; echo out2; exit 3", 0)
+	res := b.run(t, domain.Shell, "echo out1; echo err1 >&2; echo out2; exit 3", 0)
 	require.Equal(t, "out1\nerr1\nout2\n", res.Output)
 	require.Equal(t, 3, res.ExitCode)
 	require.False(t, res.Cut)
 	require.Empty(t, res.Note())
 
-	res = b.run(t, sandbox.Python, `
+	res = b.run(t, domain.Python, `
 import sys
 chunk = "y" * 1023 + "\n"
 for i in range(3 * 1024):
@@ -241,7 +242,7 @@ for i in range(3 * 1024):
 `, 0)
 	require.Equal(t, 0, res.ExitCode)
 	require.True(t, res.Cut)
-	require.Len(t, res.Output, sandbox.ReplyCap)
+	require.Len(t, res.Output, domain.ReplyCap)
 	require.Equal(t, strings.Repeat(strings.Repeat("y", 1023)+"\n", 1024), res.Output)
 	require.Contains(t, res.Note(), "Output was cut at 1048576 bytes")
 }
@@ -252,7 +253,7 @@ for i in range(3 * 1024):
 func TestCancelRemovesTheContainerBeforeRunReturns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	_, cancel, done := b.started(t, b.program(sandbox.Python, "import time\ntime.sleep(60)", 60*time.Second))
+	_, cancel, done := b.started(t, b.program(domain.Python, "import time\ntime.sleep(60)", 60*time.Second))
 	at := time.Now()
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
@@ -268,10 +269,10 @@ func TestUnavailableSandboxRunsNothing(t *testing.T) {
 		{"visor-sandbox:not-on-the-list", "image_not_allowed"},
 		{b.image + "-missing", "image_missing"},
 	} {
-		r, err := docker.New(docker.Config{Allowed: []string{b.image, b.image + "-missing"}, WorkerID: b.worker, TempDir: b.tmp},
+		r, err := sandbox.New(sandbox.Config{Allowed: []string{b.image, b.image + "-missing"}, WorkerID: b.worker, TempDir: b.tmp},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		require.NoError(t, err)
-		p := b.program(sandbox.Shell, "echo ran", 0)
+		p := b.program(domain.Shell, "echo ran", 0)
 		p.Image = tc.image
 		_, err = r.Run(context.Background(), p)
 		_ = r.Close()
@@ -283,7 +284,7 @@ func TestUnavailableSandboxRunsNothing(t *testing.T) {
 	}
 	_, err := b.r.Run(context.Background(), b.program("ruby", "puts 1", 0))
 	require.Equal(t, fault.Invalid, fault.CodeOf(err))
-	_, err = b.r.Run(context.Background(), b.program(sandbox.Shell, "true", sandbox.MaxTimeout+time.Second))
+	_, err = b.r.Run(context.Background(), b.program(domain.Shell, "true", domain.MaxTimeout+time.Second))
 	require.Equal(t, fault.Invalid, fault.CodeOf(err))
 }
 
@@ -294,7 +295,7 @@ func TestJanitorRemovesLeftovers(t *testing.T) {
 	leftover := func(worker string) string {
 		c, err := b.r.Client().ContainerCreate(ctx, &container.Config{
 			Image: b.image, Cmd: []string{"sleep", "60"},
-			Labels: map[string]string{docker.LabelOwner: "1", docker.LabelWorker: worker},
+			Labels: docker.Labels(docker.Sandbox, worker, "", ""),
 		}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 		require.NoError(t, err)
 		require.NoError(t, b.r.Client().ContainerStart(ctx, c.ID, container.StartOptions{}))
@@ -311,7 +312,7 @@ func TestJanitorRemovesLeftovers(t *testing.T) {
 	require.NoError(t, os.Mkdir(old, 0o700))
 	require.NoError(t, os.WriteFile(old+"/main.py", []byte("print(1)"), 0o400))
 	require.NoError(t, os.Mkdir(fresh, 0o700))
-	long := time.Now().Add(-sandbox.HardCap - time.Minute)
+	long := time.Now().Add(-domain.HardCap - time.Minute)
 	require.NoError(t, os.Chtimes(old, long, long))
 
 	removed, dirs, err := b.r.Sweep(ctx, b.worker, 0)
@@ -330,11 +331,11 @@ func TestJanitorRemovesLeftovers(t *testing.T) {
 func TestUnreachableEngineRunsNothing(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-engine.sock")
 	tmp := t.TempDir()
-	r, err := docker.New(docker.Config{Allowed: []string{"visor-sandbox:any"}, WorkerID: "test", TempDir: tmp},
+	r, err := sandbox.New(sandbox.Config{Allowed: []string{"visor-sandbox:any"}, WorkerID: "test", TempDir: tmp},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer r.Close()
-	_, err = r.Run(context.Background(), sandbox.Program{Image: "visor-sandbox:any", Language: sandbox.Shell, Source: "echo ran"})
+	_, err = r.Run(context.Background(), domain.Program{Image: "visor-sandbox:any", Language: domain.Shell, Source: "echo ran"})
 	require.Equal(t, fault.Unavailable, fault.CodeOf(err))
 	msg := fault.Message(err)
 	require.True(t, strings.HasPrefix(msg, "Script sandbox unavailable (docker_unreachable): "), msg)
@@ -347,18 +348,18 @@ func TestUnreachableEngineRunsNothing(t *testing.T) {
 func TestARunQueuedBehindTheCapSaysHowLongItWaited(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	r, err := docker.New(docker.Config{Allowed: []string{b.image}, WorkerID: b.worker, TempDir: b.tmp,
-		Gate: sandbox.NewGate(sandbox.Caps{Worker: 1, Tenant: 1, Employee: 1})},
+	r, err := sandbox.New(sandbox.Config{Allowed: []string{b.image}, WorkerID: b.worker, TempDir: b.tmp,
+		Gate: domain.NewGate(domain.Caps{Worker: 1, Tenant: 1, Employee: 1})},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer r.Close()
-	first := make(chan sandbox.Result, 1)
+	first := make(chan domain.Result, 1)
 	go func() {
-		res, _ := r.Run(context.Background(), b.program(sandbox.Shell, "sleep 1; echo first", 0))
+		res, _ := r.Run(context.Background(), b.program(domain.Shell, "sleep 1; echo first", 0))
 		first <- res
 	}()
 	require.Eventually(t, func() bool { return len(b.containers(t)) == 1 }, 30*time.Second, 10*time.Millisecond)
-	second, err := r.Run(context.Background(), b.program(sandbox.Shell, "echo second", 0))
+	second, err := r.Run(context.Background(), b.program(domain.Shell, "echo second", 0))
 	require.NoError(t, err)
 	res := <-first
 	require.Equal(t, "first\n", res.Output)
@@ -375,12 +376,12 @@ func TestJanitorServiceSweepsItsWorkersLeftoversAtStart(t *testing.T) {
 	ctx := context.Background()
 	c, err := b.r.Client().ContainerCreate(ctx, &container.Config{
 		Image: b.image, Cmd: []string{"sleep", "60"},
-		Labels: map[string]string{docker.LabelOwner: "1", docker.LabelWorker: b.worker},
+		Labels: docker.Labels(docker.Sandbox, b.worker, "", ""),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	require.NoError(t, err)
 	require.NoError(t, b.r.Client().ContainerStart(ctx, c.ID, container.StartOptions{}))
 
-	j := docker.NewJanitor(b.r, time.Hour)
+	j := sandbox.NewJanitor(b.r, time.Hour)
 	require.NoError(t, j.Start(ctx))
 	require.Error(t, j.Start(ctx), "a second start is refused")
 	require.Eventually(t, func() bool { return len(b.containers(t)) == 0 }, 10*time.Second, 20*time.Millisecond)

@@ -1,4 +1,4 @@
-package docker_test
+package sandbox_test
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/docker/dockertest"
+	"github.com/visorhq/visor/docker/sandbox"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/services/sandbox"
-	"github.com/visorhq/visor/services/sandbox/docker"
-	"github.com/visorhq/visor/services/sandbox/sandboxtest"
+	domain "github.com/visorhq/visor/services/sandbox"
 )
 
 // runtimeBundle is setup with an OCI runtime chosen.
 func runtimeBundle(t *testing.T, runtime string) *bundle {
-	image := sandboxtest.Image(t)
+	image := dockertest.Sandbox(t)
 	b := &bundle{image: image, worker: "test-" + uuid.NewString(), tmp: t.TempDir()}
-	r, err := docker.New(docker.Config{Allowed: []string{image}, WorkerID: b.worker, TempDir: b.tmp, Runtime: runtime},
+	r, err := sandbox.New(sandbox.Config{Allowed: []string{image}, WorkerID: b.worker, TempDir: b.tmp, Runtime: runtime},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	b.r = r
@@ -39,12 +39,12 @@ func TestRunscRunsUnderGVisor(t *testing.T) {
 	info, err := b.r.Client().Info(context.Background())
 	require.NoError(t, err)
 	if _, ok := info.Runtimes["runsc"]; !ok {
-		_, err := b.r.Run(context.Background(), b.program(sandbox.Python, "print(1)", 10*time.Second))
+		_, err := b.r.Run(context.Background(), b.program(domain.Python, "print(1)", 10*time.Second))
 		require.Equal(t, fault.Unavailable, fault.CodeOf(err))
 		require.Contains(t, fault.Message(err), "Script sandbox unavailable (runtime_missing)")
 		return
 	}
-	id, cancel, done := b.started(t, b.program(sandbox.Shell, "sleep 60", 60*time.Second))
+	id, cancel, done := b.started(t, b.program(domain.Shell, "sleep 60", 60*time.Second))
 	st, err := b.r.Client().ContainerInspect(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, "runsc", st.HostConfig.Runtime)
@@ -54,7 +54,7 @@ func TestRunscRunsUnderGVisor(t *testing.T) {
 	<-done
 
 	// gVisor's own kernel answers dmesg; under runc the script may not read it.
-	res := b.run(t, sandbox.Shell, "dmesg 2>&1 | head -n 3; echo hi > /x && echo WROTE", 30*time.Second)
+	res := b.run(t, domain.Shell, "dmesg 2>&1 | head -n 3; echo hi > /x && echo WROTE", 30*time.Second)
 	require.Contains(t, res.Output, "gVisor", res.Output)
 	require.NotContains(t, res.Output, "WROTE")
 }
@@ -64,7 +64,7 @@ func TestRunscRunsUnderGVisor(t *testing.T) {
 func TestUnknownRuntimeIsRefusedNotReplaced(t *testing.T) {
 	t.Parallel()
 	b := runtimeBundle(t, "no-such-runtime")
-	_, err := b.r.Run(context.Background(), b.program(sandbox.Python, "print(1)", 10*time.Second))
+	_, err := b.r.Run(context.Background(), b.program(domain.Python, "print(1)", 10*time.Second))
 	require.Equal(t, fault.Unavailable, fault.CodeOf(err))
 	require.Contains(t, fault.Message(err), `Script sandbox unavailable (runtime_missing): the container runtime "no-such-runtime" is not registered`)
 	require.Empty(t, b.containers(t))

@@ -1,4 +1,4 @@
-package docker_test
+package sandbox_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/visorhq/visor/services/sandbox"
-	"github.com/visorhq/visor/services/sandbox/docker"
+	"github.com/visorhq/visor/docker"
+	domain "github.com/visorhq/visor/services/sandbox"
 )
 
 // Runs that end every way at once — exit, timeout, cancel before and
@@ -24,7 +24,7 @@ func TestRunsEndingEveryWayLeaveNothingBehind(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			p := b.program(sandbox.Shell, "echo hi; sleep 30", 30*time.Second)
+			p := b.program(domain.Shell, "echo hi; sleep 30", 30*time.Second)
 			switch i % 4 {
 			case 0:
 				p.Source = "echo hi"
@@ -54,7 +54,7 @@ func BenchmarkTrivialPython(b *testing.B) {
 		"-v", b.TempDir() + ":/workspace:ro", bb.image, "python3", "-I", "-c", "print(1)"}
 	for b.Loop() {
 		at := time.Now()
-		res, err := bb.r.Run(context.Background(), bb.program(sandbox.Python, "print(1)", 0))
+		res, err := bb.r.Run(context.Background(), bb.program(domain.Python, "print(1)", 0))
 		if err != nil || res.Output != "1\n" {
 			b.Fatalf("run: %v %q", err, res.Output)
 		}
@@ -97,7 +97,7 @@ func churn(b *testing.B, mixed bool) {
 		wg.Go(func() {
 			for i := range work {
 				ctx, cancel := context.WithCancel(context.Background())
-				p := bb.program(sandbox.Python, "import time\nprint('hi')\ntime.sleep(30)", 30*time.Second)
+				p := bb.program(domain.Python, "import time\nprint('hi')\ntime.sleep(30)", 30*time.Second)
 				switch {
 				case !mixed || i%4 == 0:
 					p.Source = "print('hi')"
@@ -145,13 +145,13 @@ func cancels(b *testing.B, others int) {
 					return
 				default:
 				}
-				_, _ = bb.r.Run(context.Background(), bb.program(sandbox.Python, "print('hi')", 30*time.Second))
+				_, _ = bb.r.Run(context.Background(), bb.program(domain.Python, "print('hi')", 30*time.Second))
 			}
 		})
 	}
 	var took []time.Duration
 	for b.Loop() {
-		p := bb.program(sandbox.Shell, "sleep 60", 60*time.Second)
+		p := bb.program(domain.Shell, "sleep 60", 60*time.Second)
 		_, cancel, done := bb.started(b, p)
 		at := time.Now()
 		cancel()
@@ -160,7 +160,7 @@ func cancels(b *testing.B, others int) {
 		}
 		took = append(took, time.Since(at))
 		for _, c := range bb.containers(b) {
-			if c.Labels[docker.LabelRun] == p.RunID.String() {
+			if c.Labels[docker.LabelID] == p.RunID.String() {
 				b.Fatalf("the cancelled run's container %s outlived Run", c.ID)
 			}
 		}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/web/egress"
 )
 
 // TestClientRefusesRedirectsAndPrivateAddressesAsForbidden: both refusals

@@ -2,7 +2,7 @@
 // Docker Engine API. Each run gets a fresh container and a private temporary
 // directory holding only the script; both are removed on every path out of
 // Run (exit, timeout, cancel, error). Images are never pulled.
-package docker
+package sandbox
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/services/sandbox"
+	domain "github.com/visorhq/visor/services/sandbox"
 )
 
 // Config says which images may run and where runs keep their scripts.
@@ -30,12 +30,12 @@ type Config struct {
 	// TempDir holds each run's private directory (default: the system
 	// temporary directory).
 	TempDir string
-	// Memory overrides sandbox.Memory (bytes); zero keeps it. Tests use a
+	// Memory overrides domain.Memory (bytes); zero keeps it. Tests use a
 	// small value to reach the limit quickly.
 	Memory int64
 	// Gate, when set, caps concurrent runs; a run waits in its queue
 	// before anything is created.
-	Gate *sandbox.Gate
+	Gate *domain.Gate
 	// Runtime names the OCI runtime containers run under ("runsc" for
 	// gVisor); empty means the engine's default. A runtime the engine does
 	// not know is refused (runtime_missing); there is no fallback.
@@ -49,7 +49,7 @@ type Runner struct {
 	log *slog.Logger
 }
 
-var _ sandbox.Runner = (*Runner)(nil)
+var _ domain.Runner = (*Runner)(nil)
 
 // New returns a runner that talks to the Docker Engine named by the
 // environment (DOCKER_HOST, else the local socket), negotiating the API
@@ -64,7 +64,7 @@ func New(cfg Config, log *slog.Logger) (*Runner, error) {
 		cfg.TempDir = os.TempDir()
 	}
 	if cfg.Memory == 0 {
-		cfg.Memory = sandbox.Memory
+		cfg.Memory = domain.Memory
 	}
 	return &Runner{cfg: cfg, cli: cli, log: log}, nil
 }
@@ -77,31 +77,31 @@ func (r *Runner) Close() error { return r.cli.Close() }
 func (r *Runner) Client() *client.Client { return r.cli }
 
 // check refuses a program that cannot run here; nothing is created.
-func (r *Runner) check(ctx context.Context, p sandbox.Program) error {
+func (r *Runner) check(ctx context.Context, p domain.Program) error {
 	if _, ok := p.Language.Command(""); !ok {
-		return fault.New(fault.Invalid, "unknown language %q (use %q or %q)", p.Language, sandbox.Python, sandbox.Shell)
+		return fault.New(fault.Invalid, "unknown language %q (use %q or %q)", p.Language, domain.Python, domain.Shell)
 	}
-	if p.Timeout < 0 || p.Timeout > sandbox.MaxTimeout {
-		return fault.New(fault.Invalid, "timeout must be at most %s", sandbox.MaxTimeout)
+	if p.Timeout < 0 || p.Timeout > domain.MaxTimeout {
+		return fault.New(fault.Invalid, "timeout must be at most %s", domain.MaxTimeout)
 	}
 	if err := r.checkRuntime(ctx, p.Image); err != nil {
 		return err
 	}
 	if !slices.Contains(r.cfg.Allowed, p.Image) {
-		return sandbox.Unavailable("image_not_allowed", p.Image, "the image is not on the platform's allow-list", nil)
+		return domain.Unavailable("image_not_allowed", p.Image, "the image is not on the platform's allow-list", nil)
 	}
 	_, err := r.cli.ImageInspect(ctx, p.Image)
 	switch {
 	case err == nil:
 		return nil
 	case cerrdefs.IsNotFound(err):
-		return sandbox.Unavailable("image_missing", p.Image, "the image is not on the worker (images are never pulled automatically)", err)
+		return domain.Unavailable("image_missing", p.Image, "the image is not on the worker (images are never pulled automatically)", err)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case client.IsErrConnectionFailed(err):
-		return sandbox.Unavailable("docker_unreachable", p.Image, "the Docker Engine cannot be reached", err)
+		return domain.Unavailable("docker_unreachable", p.Image, "the Docker Engine cannot be reached", err)
 	}
-	return sandbox.Unavailable("docker_error", p.Image, "the Docker Engine refused to describe the image", err)
+	return domain.Unavailable("docker_error", p.Image, "the Docker Engine refused to describe the image", err)
 }
 
 // errRemove marks a failure to remove a container.
@@ -118,12 +118,12 @@ func (r *Runner) checkRuntime(ctx context.Context, image string) error {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil && client.IsErrConnectionFailed(err):
-		return sandbox.Unavailable("docker_unreachable", image, "the Docker Engine cannot be reached", err)
+		return domain.Unavailable("docker_unreachable", image, "the Docker Engine cannot be reached", err)
 	case err != nil:
-		return sandbox.Unavailable("docker_error", image, "the Docker Engine refused to describe itself", err)
+		return domain.Unavailable("docker_error", image, "the Docker Engine refused to describe itself", err)
 	}
 	if _, ok := info.Runtimes[r.cfg.Runtime]; !ok {
-		return sandbox.Unavailable("runtime_missing", image,
+		return domain.Unavailable("runtime_missing", image,
 			fmt.Sprintf("the container runtime %q is not registered with the Docker Engine (add it to /etc/docker/daemon.json)", r.cfg.Runtime), nil)
 	}
 	return nil

@@ -23,14 +23,6 @@ import (
 	"github.com/visorhq/visor/services/fault"
 )
 
-// Labels on every container and network a Manager creates.
-const (
-	LabelOwner   = "visor.computer"
-	LabelWorker  = "visor.computer.worker"
-	LabelTenant  = "visor.computer.tenant"
-	LabelSession = "visor.computer.session"
-)
-
 // The limits of every session container.
 const (
 	Memory    = 1 << 30 // bytes, no swap beyond it
@@ -52,6 +44,9 @@ type Config struct {
 	TempDir string
 	// Resolver pins allowed hosts at session start (default: the system's).
 	Resolver Resolver
+	// DevHosts are development hosts (lower case) whose pinned addresses
+	// may be private; every other host keeps only public ones.
+	DevHosts []string
 	// Dialer opens the egress proxy's upstream connections (default: net).
 	Dialer Dialer
 	// ExtraFlags are added to Chromium's command line (tests trust their

@@ -10,9 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/visorhq/visor/egress"
 )
 
 // Resolver looks host names up. net.DefaultResolver implements it.
@@ -44,15 +47,21 @@ type Proxy struct {
 	refused int
 }
 
-// Pin resolves each allowed host once. A host that does not resolve is
-// left out (navigation to it fails), and reported.
-func Pin(ctx context.Context, r Resolver, allowed []string) (map[string][]netip.Addr, []string) {
+// Pin resolves each allowed host once, keeping only the addresses the
+// outbound guard calls public (egress.Public) unless the host is one of
+// the operator's development hosts. A host left with no address (it did
+// not resolve, or only to private ones) is left out, so navigation to it
+// fails, and reported.
+func Pin(ctx context.Context, r Resolver, allowed, devHosts []string) (map[string][]netip.Addr, []string) {
 	pinned := map[string][]netip.Addr{}
 	var failed []string
 	for _, h := range allowed {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		addrs, err := r.LookupNetIP(lctx, "ip", h)
 		cancel()
+		if !slices.Contains(devHosts, h) {
+			addrs = slices.DeleteFunc(addrs, func(a netip.Addr) bool { return !egress.Public(a) })
+		}
 		if err != nil || len(addrs) == 0 {
 			failed = append(failed, h)
 			continue

@@ -1,4 +1,4 @@
-package docker
+package sandbox
 
 import (
 	"context"
@@ -14,15 +14,8 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/visorhq/visor/services/sandbox"
-)
-
-// The labels every sandbox container carries, for the janitor.
-const (
-	LabelOwner  = "org.visor.sandbox"        // always "1"
-	LabelTenant = "org.visor.sandbox.tenant" // the tenant's id
-	LabelRun    = "org.visor.sandbox.run"    // the run's id
-	LabelWorker = "org.visor.sandbox.worker" // the worker that created it
+	"github.com/visorhq/visor/docker"
+	domain "github.com/visorhq/visor/services/sandbox"
 )
 
 // removeWithin bounds the force-removal of a container once its run is
@@ -34,19 +27,19 @@ const (
 )
 
 // Run runs p in a fresh container and removes it, and the script's
-// directory, before returning. See sandbox.Runner for the error contract.
-func (r *Runner) Run(ctx context.Context, p sandbox.Program) (sandbox.Result, error) {
+// directory, before returning. See domain.Runner for the error contract.
+func (r *Runner) Run(ctx context.Context, p domain.Program) (domain.Result, error) {
 	if p.Timeout == 0 {
-		p.Timeout = sandbox.DefaultTimeout
+		p.Timeout = domain.DefaultTimeout
 	}
 	if err := r.check(ctx, p); err != nil {
-		return sandbox.Result{}, err
+		return domain.Result{}, err
 	}
 	var waited time.Duration
 	if r.cfg.Gate != nil {
 		release, w, err := r.cfg.Gate.Acquire(ctx, p.Tenant, p.Employee)
 		if err != nil {
-			return sandbox.Result{}, err
+			return domain.Result{}, err
 		}
 		defer release()
 		waited = w
@@ -57,13 +50,13 @@ func (r *Runner) Run(ctx context.Context, p sandbox.Program) (sandbox.Result, er
 }
 
 // runIn runs p once it may start: its directory, its container, its run.
-func (r *Runner) runIn(ctx context.Context, p sandbox.Program) (sandbox.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, sandbox.HardCap)
+func (r *Runner) runIn(ctx context.Context, p domain.Program) (domain.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, domain.HardCap)
 	defer cancel()
 
 	dir, err := r.workspace(p)
 	if err != nil {
-		return sandbox.Result{}, sandbox.Unavailable("workspace", p.Image, "the script's directory could not be prepared", err)
+		return domain.Result{}, domain.Unavailable("workspace", p.Image, "the script's directory could not be prepared", err)
 	}
 	defer os.RemoveAll(dir)
 
@@ -74,23 +67,23 @@ func (r *Runner) runIn(ctx context.Context, p sandbox.Program) (sandbox.Result, 
 	created, err := r.cli.ContainerCreate(opCtx, r.containerConfig(p), r.hostConfig(dir), nil, nil, "visor-sandbox-"+p.RunID.String())
 	opCancel()
 	if err != nil {
-		return sandbox.Result{}, sandbox.Unavailable("create_failed", p.Image, "the container could not be created", err)
+		return domain.Result{}, domain.Unavailable("create_failed", p.Image, "the container could not be created", err)
 	}
 	defer r.remove(created.ID)
 	if ctx.Err() != nil {
-		return sandbox.Result{}, ctx.Err()
+		return domain.Result{}, ctx.Err()
 	}
 	return r.run(ctx, created.ID, p)
 }
 
 // run attaches to, starts and waits for a created container.
-func (r *Runner) run(ctx context.Context, id string, p sandbox.Program) (sandbox.Result, error) {
+func (r *Runner) run(ctx context.Context, id string, p domain.Program) (domain.Result, error) {
 	attached, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return sandbox.Result{}, r.failed(ctx, p, "attach_failed", err)
+		return domain.Result{}, r.failed(ctx, p, "attach_failed", err)
 	}
 	defer attached.Close()
-	out := &capped{limit: sandbox.ReadCap}
+	out := &capped{limit: domain.ReadCap}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -105,23 +98,23 @@ func (r *Runner) run(ctx context.Context, id string, p sandbox.Program) (sandbox
 	err = r.cli.ContainerStart(opCtx, id, container.StartOptions{})
 	opCancel()
 	if err != nil {
-		return sandbox.Result{}, r.failed(ctx, p, "start_failed", err)
+		return domain.Result{}, r.failed(ctx, p, "start_failed", err)
 	}
 	timer := time.NewTimer(p.Timeout)
 	defer timer.Stop()
 
-	res := sandbox.Result{}
+	res := domain.Result{}
 	select {
 	case w := <-waited:
 		res.ExitCode = int(w.StatusCode)
 	case err := <-waitErr:
-		return sandbox.Result{}, r.failed(ctx, p, "wait_failed", err)
+		return domain.Result{}, r.failed(ctx, p, "wait_failed", err)
 	case <-timer.C:
 		res.TimedOut = true
 		r.remove(id)
 	case <-ctx.Done():
 		r.remove(id)
-		return sandbox.Result{}, ctx.Err()
+		return domain.Result{}, ctx.Err()
 	}
 	res.Duration = time.Since(start)
 	r.drain(attached.Close, copied)
@@ -146,11 +139,11 @@ func (r *Runner) drain(closeStream func(), copied <-chan struct{}) {
 }
 
 // failed turns an engine error during a run into the caller's error.
-func (r *Runner) failed(ctx context.Context, p sandbox.Program, code string, err error) error {
+func (r *Runner) failed(ctx context.Context, p domain.Program, code string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return sandbox.Unavailable(code, p.Image, "the Docker Engine failed during the run", err)
+	return domain.Unavailable(code, p.Image, "the Docker Engine failed during the run", err)
 }
 
 // remove force-removes a container, whatever the state of the run's
@@ -159,7 +152,7 @@ func (r *Runner) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), removeWithin)
 	defer cancel()
 	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !isGone(err) {
+	if err != nil && !docker.IsGone(err) {
 		r.log.Warn("sandbox: remove container", "container", id, "err", fmt.Errorf("%w: %w", errRemove, err))
 	}
 }
@@ -167,7 +160,7 @@ func (r *Runner) remove(id string) {
 // workspace makes the run's private directory (0700, like every
 // os.MkdirTemp directory) holding only the script, owned by the container's
 // user. The container sees it read-only.
-func (r *Runner) workspace(p sandbox.Program) (string, error) {
+func (r *Runner) workspace(p domain.Program) (string, error) {
 	dir, err := os.MkdirTemp(r.cfg.TempDir, "visor-sandbox-"+p.RunID.String()+"-")
 	if err != nil {
 		return "", err
@@ -197,7 +190,7 @@ func hostUser() (uid, gid int) {
 	return uid, gid
 }
 
-func (r *Runner) containerConfig(p sandbox.Program) *container.Config {
+func (r *Runner) containerConfig(p domain.Program) *container.Config {
 	uid, gid := hostUser()
 	cmd, _ := p.Language.Command("/workspace/" + p.Language.FileName())
 	return &container.Config{
@@ -210,17 +203,12 @@ func (r *Runner) containerConfig(p sandbox.Program) *container.Config {
 		NetworkDisabled: true,
 		AttachStdout:    true,
 		AttachStderr:    true,
-		Labels: map[string]string{
-			LabelOwner:  "1",
-			LabelTenant: p.Tenant.String(),
-			LabelRun:    p.RunID.String(),
-			LabelWorker: r.cfg.WorkerID,
-		},
+		Labels:          docker.Labels(docker.Sandbox, r.cfg.WorkerID, p.Tenant.String(), p.RunID.String()),
 	}
 }
 
 func (r *Runner) hostConfig(dir string) *container.HostConfig {
-	pids := int64(sandbox.Processes)
+	pids := int64(domain.Processes)
 	return &container.HostConfig{
 		Runtime:        r.cfg.Runtime,
 		NetworkMode:    "none",
@@ -236,7 +224,7 @@ func (r *Runner) hostConfig(dir string) *container.HostConfig {
 			Memory:     r.cfg.Memory,
 			MemorySwap: r.cfg.Memory,
 			PidsLimit:  &pids,
-			NanoCPUs:   sandbox.NanoCPUs,
+			NanoCPUs:   domain.NanoCPUs,
 		},
 	}
 }
@@ -258,10 +246,10 @@ func (c *capped) Write(p []byte) (int, error) {
 
 // reply returns at most ReplyCap bytes of the output and whether any was cut.
 func (c *capped) reply() (string, bool) {
-	if len(c.buf) <= sandbox.ReplyCap && c.total == len(c.buf) {
+	if len(c.buf) <= domain.ReplyCap && c.total == len(c.buf) {
 		return string(c.buf), false
 	}
-	return string(c.buf[:min(len(c.buf), sandbox.ReplyCap)]), true
+	return string(c.buf[:min(len(c.buf), domain.ReplyCap)]), true
 }
 
 var _ io.Writer = (*capped)(nil)
