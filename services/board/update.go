@@ -82,13 +82,12 @@ func (s *Service) checkChange(a Actor, c Change) error {
 
 // mayUpdate applies the record rules of tasks_update to the task as read.
 func (s *Service) mayUpdate(ctx context.Context, a Actor, t Task, c Change) error {
-	if err := s.mayTouch(ctx, a, t, "tasks_update"); err != nil {
-		return err
+	to := t.AssigneeID
+	if c.Assignee != nil {
+		to = *c.Assignee
 	}
-	if c.Assignee != nil && *c.Assignee == a.me() && a.me() != uuid.Nil {
-		if err := s.mayTake(ctx, a, t); err != nil {
-			return err
-		}
+	if err := s.mayMove(ctx, a, t, to, "tasks_update"); err != nil {
+		return err
 	}
 	if !a.unrestricted() && t.Kind == KindGoal && (c.Title != nil || c.Description != nil) {
 		return refuse("an AI employee cannot change the title or description of a goal; operators do")
