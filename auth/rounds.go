@@ -48,7 +48,11 @@ var DefaultRoundScopes = identity.DefaultEmployeeScopes
 
 // Mint creates a round token for agent and task, valid for ttl (default one
 // hour, at most MaxRoundTTL), and returns it with its bearer string, which
-// is never available again. The agent must be active. The token's scopes
+// is never available again. The agent must be active, and the task one of
+// the tenant's and unfinished: fault.NotFound for an unknown task (another
+// tenant's included), fault.Conflict for a done or cancelled one. The
+// token ends with its task (the board's EndRounds revokes every token
+// naming it). The token's scopes
 // bind what the employee may call with it; callers acting for a principal
 // first narrow them to what that principal holds (Principal.Delegate).
 func (r *Rounds) Mint(ctx context.Context, tenantID, agentID, taskID uuid.UUID, scopes []string, ttl time.Duration) (credentials.RoundToken, string, error) {

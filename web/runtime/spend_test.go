@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
@@ -61,7 +60,7 @@ func TestARunsRoundTokenReportsItsSpend(t *testing.T) {
 	require.NoError(t, err)
 	_, bobRound, err := minter.Mint(ctx, acme.ID, bob.ID, run.TaskID, nil, 0)
 	require.NoError(t, err)
-	_, elsewhere, err := minter.Mint(ctx, acme.ID, ada.ID, uuid.New(), nil, 0)
+	_, elsewhere, err := minter.Mint(ctx, acme.ID, ada.ID, pgtest.Task(t, db, acme.ID), nil, 0)
 	require.NoError(t, err)
 	_, adaKey, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyAgent, AgentID: ada.ID, Name: "ada"})
 	require.NoError(t, err)
