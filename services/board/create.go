@@ -57,6 +57,9 @@ func (s *Service) CreateTask(ctx context.Context, a Actor, in NewTask) (Task, er
 	if err := s.store.CreateTask(ctx, &t, fx, limit); err != nil {
 		return Task{}, err
 	}
+	if t.Kind == KindGoal && t.AssigneeID != uuid.Nil && len(protectedOf(t.Tags)) > 0 {
+		s.syncGoal(context.WithoutCancel(ctx), t.TenantID, t.ID)
+	}
 	return t, nil
 }
 

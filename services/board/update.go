@@ -188,6 +188,27 @@ func (s *Service) after(ctx context.Context, before, after Task) {
 	case before.AssigneeID != after.AssigneeID && before.AssigneeID != uuid.Nil:
 		s.endRounds(ctx, after, before.AssigneeID)
 	}
+	if after.Kind == KindGoal && !after.Status.Terminal() &&
+		(before.AssigneeID != after.AssigneeID || !slices.Equal(protectedOf(before.Tags), protectedOf(after.Tags))) {
+		s.syncGoal(ctx, after.TenantID, after.ID)
+	}
+}
+
+// syncGoal brings the grants of a running goal's grant: tags in line with
+// the goal as stored now (read again, so that of two changes committed
+// close together the later one's state wins whichever sync runs last). A
+// failure is logged: the change itself is committed.
+func (s *Service) syncGoal(ctx context.Context, tenantID, goalID uuid.UUID) {
+	if s.grant == nil {
+		return
+	}
+	g, err := s.store.Task(ctx, tenantID, goalID)
+	if err == nil && !g.Status.Terminal() {
+		err = s.grant.SyncGoal(ctx, tenantID, g.ID, g.AssigneeID, g.Tags)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "sync the grants of a goal's tags", "tenant", tenantID, "goal", goalID, "err", err)
+	}
 }
 
 func (s *Service) finished(ctx context.Context, t Task) {
