@@ -117,7 +117,7 @@ func (r *Runner) run(ctx context.Context, id string, p sandbox.Program) (sandbox
 	case err := <-waitErr:
 		return sandbox.Result{}, r.failed(ctx, p, "wait_failed", err)
 	case <-timer.C:
-		res.TimedOut = true
+		res.StopAtTimeout()
 		r.remove(id)
 	case <-ctx.Done():
 		r.remove(id)
