@@ -1,9 +1,12 @@
-// Package worker runs Visor's background jobs on River, the Postgres-backed
-// queue. Today those are housekeeping: expired OAuth rows (auth/oauth) and
-// long-revoked API keys (PruneKeysWorker); the slow tool families (sandbox
-// runs, computer-use sessions, responsibility wake-ups) will join them. Each
-// area adds its job kinds and periodic jobs to a Registry; cmd/visor builds the Registry and either runs it (`visor
-// worker`, `visor dev`) or only inserts jobs (`visor serve`).
+// Package worker owns Visor's background jobs on River, the Postgres-backed
+// queue: delivering rounds to runtimes (DeliverArgs) and pruning settled
+// wake-ups, the wake-ups, scheduled runs and question pushes of
+// responsibilities, and housekeeping (expired OAuth rows, long-revoked API
+// keys). Script runs and computer-use sessions do not run here: they go
+// over the worker plane (services/plane). Each area adds its job kinds and
+// periodic jobs to a Registry; cmd/visor builds the Registry and either
+// runs it (`visor worker`, `visor dev`) or only inserts jobs (`visor
+// serve`).
 package worker
 
 import (

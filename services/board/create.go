@@ -89,7 +89,7 @@ func (s *Service) checkNew(a Actor, in *NewTask) error {
 // be the run's task or under it; elsewhere the round sets no parent.
 func (s *Service) placeInRound(ctx context.Context, a Actor, in *NewTask) error {
 	p := a.Principal
-	if !isRound(p) {
+	if !p.OnRound() {
 		return nil
 	}
 	if p.TaskID == uuid.Nil {

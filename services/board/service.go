@@ -169,6 +169,3 @@ func checkTags(tags []string) error {
 	}
 	return nil
 }
-
-// isRound reports whether p is a round token's principal.
-func isRound(p identity.Principal) bool { return strings.HasPrefix(p.CredentialID, "round:") }

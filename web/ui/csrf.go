@@ -8,8 +8,6 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/visorhq/visor/auth/oauth"
 )
 
 // CSRF protection for every form, the sign-in and consent pages' included:
@@ -46,7 +44,7 @@ func (f *Frame) csrfToken(c echo.Context) string {
 		c.SetCookie(&http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true, Secure: f.secure,
 			SameSite: http.SameSiteStrictMode})
 	}
-	tok := f.csrfFor(v, sessionOf(c))
+	tok := f.csrfFor(v, f.sessionOf(c))
 	c.Set(csrfCtxKey, tok)
 	return tok
 }
@@ -63,8 +61,8 @@ func (f *Frame) csrfFor(cookie, session string) string {
 
 // sessionOf is the member's session cookie as the request carries it, ""
 // before signing in.
-func sessionOf(c echo.Context) string {
-	ck, err := c.Cookie(oauth.SessionCookieName)
+func (f *Frame) sessionOf(c echo.Context) string {
+	ck, err := c.Cookie(f.session)
 	if err != nil {
 		return ""
 	}
@@ -82,5 +80,5 @@ func (f *Frame) CheckCSRF(c echo.Context) bool {
 	if err != nil {
 		return false
 	}
-	return hmac.Equal([]byte(c.FormValue(CSRFField)), []byte(f.csrfFor(ck.Value, sessionOf(c))))
+	return hmac.Equal([]byte(c.FormValue(CSRFField)), []byte(f.csrfFor(ck.Value, f.sessionOf(c))))
 }

@@ -65,10 +65,10 @@ type Deps struct {
 	// OAuth deletes clients and revokes consents.
 	Clients credentials.Store
 	OAuth   OAuthAdmin
-	// Duties is the responsibilities service: responsibilities, their
+	// Responsibilities is the responsibilities service: responsibilities, their
 	// runs and skips, and the questions their runs ask operators. Nil
 	// leaves those pages out.
-	Duties *responsibilities.Service
+	Responsibilities *responsibilities.Service
 	// Board is the task board service. Nil leaves its pages out.
 	Board *board.Service
 	// SandboxRuns is the log of script runs (execute_program).
@@ -126,7 +126,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.liveRoutes(g)
 	d.settingsRoutes(g)
 	d.clientRoutes(g)
-	d.dutyRoutes(g)
+	d.responsibilityRoutes(g)
 	d.boardRoutes(g)
 	d.sandboxRoutes(g)
 	d.computerRoutes(g)
