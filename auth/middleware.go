@@ -110,7 +110,7 @@ func (r *Resolver) resolveAdmin(c echo.Context) (identity.Tenant, identity.Princ
 	switch {
 	case c.Param(TenantParam) != "":
 		t, err = r.tenantOfPath(c)
-	case strings.HasPrefix(token, "vsk_"):
+	case identity.TokenKindOf(token) == identity.TokenKey:
 		t, err = r.tenantOfKey(ctx, token)
 	default:
 		err = unauthorized("name the tenant in the path, or use an API key or a session")

@@ -9,11 +9,16 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
@@ -29,6 +34,19 @@ type keyEnv struct {
 	srv      *httptest.Server
 	a, b     identity.Tenant
 	agentA   identity.Agent
+	// board runs tasks for round tokens to name; finishing one ends its
+	// rounds through the rounds service, as in cmd/visor.
+	board *board.Service
+}
+
+// task returns a new open task of tenant tn, assigned to nobody.
+func (env *keyEnv) task(t *testing.T, tn identity.Tenant) uuid.UUID {
+	t.Helper()
+	op := board.Operator(identity.Principal{TenantID: tn.ID, Kind: identity.KindOperator, CredentialID: "key:op",
+		Scopes: []string{identity.ScopeToolsAdmin}}, tn)
+	tk, err := env.board.CreateTask(context.Background(), op, board.NewTask{Kind: board.KindTask, Title: "a round's work"})
+	require.NoError(t, err)
+	return tk.ID
 }
 
 func newKeyEnv(t *testing.T) *keyEnv {
@@ -52,6 +70,9 @@ func newKeyEnv(t *testing.T) *keyEnv {
 	env.creds = postgres.NewCredentialStore(db)
 	env.rounds = auth.NewRounds(env.creds, store)
 	env.resolver.Rounds = env.rounds
+	ender := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: env.rounds, Changes: resolver})
+	env.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(store),
+		Directory: store, Staff: svc, Rounds: ender, Logger: log})
 
 	e := echo.New()
 	probe := func(c echo.Context) error {

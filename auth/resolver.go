@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -118,24 +117,22 @@ func (r *Resolver) Resolve(ctx context.Context, t identity.Tenant, token string)
 func (r *Resolver) resolve(ctx context.Context, t identity.Tenant, token string) (identity.Principal, time.Time, error) {
 	var p identity.Principal
 	var err error
-	switch {
-	case strings.HasPrefix(token, "vsk_"):
+	switch identity.TokenKindOf(token) {
+	case identity.TokenKey:
 		return r.resolveKey(ctx, t, token)
-	case strings.HasPrefix(token, RoundTokenPrefix):
+	case identity.TokenRound:
 		if r.Rounds == nil {
 			return p, time.Time{}, unauthorized("round tokens are not accepted here")
 		}
 		p, err = r.Rounds.ResolveToken(ctx, t, token)
-	case r.OAuth != nil:
-		p, err = r.OAuth.ResolveToken(ctx, t, token)
 	default:
-		err = unauthorized("the bearer token is not valid")
+		if r.OAuth == nil {
+			return p, time.Time{}, unauthorized("the bearer token is not valid")
+		}
+		p, err = r.OAuth.ResolveToken(ctx, t, token)
 	}
 	return p, time.Time{}, err
 }
-
-// RoundTokenPrefix starts every round token.
-const RoundTokenPrefix = "vsr_"
 
 // resolveKey checks an API key against its row (and its agent's) and
 // returns the principal and the key's expiry (zero when it has none). The
@@ -170,7 +167,7 @@ func (r *Resolver) readKey(ctx context.Context, t identity.Tenant, token string)
 		return identity.Principal{}, k, unauthorized("the API key is revoked or expired")
 	}
 	p := identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator,
-		CredentialID: "key:" + k.ID.String(), Scopes: k.Scopes}
+		CredentialID: identity.Credential{Kind: identity.CredentialKey, ID: k.ID.String()}.String(), Scopes: k.Scopes}
 	if k.Kind == identity.KeyAgent {
 		a, err := r.store.Agent(ctx, t.ID, k.AgentID)
 		if fault.Is(err, fault.NotFound) || (err == nil && a.Status != identity.AgentActive) {

@@ -48,7 +48,11 @@ var DefaultRoundScopes = identity.DefaultEmployeeScopes
 
 // Mint creates a round token for agent and task, valid for ttl (default one
 // hour, at most MaxRoundTTL), and returns it with its bearer string, which
-// is never available again. The agent must be active. The token's scopes
+// is never available again. The agent must be active, and the task one of
+// the tenant's and unfinished: fault.NotFound for an unknown task (another
+// tenant's included), fault.Conflict for a done or cancelled one. The
+// token ends with its task (the board's EndRounds revokes every token
+// naming it). The token's scopes
 // bind what the employee may call with it; callers acting for a principal
 // first narrow them to what that principal holds (Principal.Delegate).
 func (r *Rounds) Mint(ctx context.Context, tenantID, agentID, taskID uuid.UUID, scopes []string, ttl time.Duration) (credentials.RoundToken, string, error) {
@@ -97,7 +101,7 @@ func (r *Rounds) Prepare(tenantID, agentID, taskID uuid.UUID, scopes []string, t
 	sum := sha256.Sum256([]byte(secret))
 	rt := credentials.RoundToken{TenantID: tenantID, ID: uuid.New(), AgentID: agentID, TaskID: taskID,
 		Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))), SecretHash: sum[:], ExpiresAt: r.now().Add(ttl)}
-	return rt, RoundTokenPrefix + hex.EncodeToString(rt.ID[:]) + "_" + secret
+	return rt, identity.RoundTokenPrefix + hex.EncodeToString(rt.ID[:]) + "_" + secret
 }
 
 // Revoke revokes a round token of the tenant and announces it.
@@ -115,7 +119,7 @@ func (r *Rounds) Revoke(ctx context.Context, tenantID, id uuid.UUID) error {
 // ResolveToken implements TokenResolver for "vsr_" tokens: an employee
 // principal carrying the round's task.
 func (r *Rounds) ResolveToken(ctx context.Context, t identity.Tenant, token string) (identity.Principal, error) {
-	rest, _ := strings.CutPrefix(token, RoundTokenPrefix)
+	rest, _ := strings.CutPrefix(token, identity.RoundTokenPrefix)
 	if len(rest) != 32+1+43 || rest[32] != '_' {
 		return identity.Principal{}, unauthorized("the round token is malformed")
 	}
@@ -146,5 +150,5 @@ func (r *Rounds) ResolveToken(ctx context.Context, t identity.Tenant, token stri
 		return identity.Principal{}, err
 	}
 	return identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindEmployee, AgentID: a.ID,
-		TaskID: rt.TaskID, CredentialID: "round:" + rt.ID.String(), Scopes: rt.Scopes}, nil
+		TaskID: rt.TaskID, CredentialID: identity.Credential{Kind: identity.CredentialRound, ID: rt.ID.String()}.String(), Scopes: rt.Scopes}, nil
 }

@@ -17,7 +17,7 @@ func TestRoundTokens(t *testing.T) {
 	t.Parallel()
 	env := newKeyEnv(t)
 	ctx := context.Background()
-	task := uuid.New()
+	task := env.task(t, env.a)
 	rt, token, err := env.rounds.Mint(ctx, env.a.ID, env.agentA.ID, task, nil, 0)
 	require.NoError(t, err)
 

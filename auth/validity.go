@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,13 +37,6 @@ type Validity struct {
 
 // NewValidity returns a Validity reading store.
 func NewValidity(store ValidityStore) *Validity { return &Validity{store: store, now: time.Now} }
-
-// Credential id prefixes (identity.Principal.CredentialID).
-const (
-	credKey   = "key:"
-	credRound = "round:"
-	credOAuth = "oauth:"
-)
 
 // StillValid reports, for each principal of tenant tenantID, whether its
 // credential still authenticates (see Refresh).
@@ -86,23 +78,24 @@ func (v *Validity) refresh(ctx context.Context, tenantID uuid.UUID, ps []identit
 	valid := make([]bool, len(ps))
 	var keys, rounds []uuid.UUID
 	var grants []string
+	creds := make([]identity.Credential, len(ps))
 	for i, p := range ps {
 		valid[i] = true
-		switch {
-		case strings.HasPrefix(p.CredentialID, credKey), strings.HasPrefix(p.CredentialID, credRound):
-			pre, rest, _ := strings.Cut(p.CredentialID, ":")
-			id, err := uuid.Parse(rest)
+		creds[i] = p.Credential()
+		switch c := creds[i]; c.Kind {
+		case identity.CredentialKey, identity.CredentialRound:
+			id, err := uuid.Parse(c.ID)
 			if err != nil {
 				valid[i] = false
 				continue
 			}
-			if pre+":" == credKey {
+			if c.Kind == identity.CredentialKey {
 				keys = append(keys, id)
 			} else {
 				rounds = append(rounds, id)
 			}
-		case strings.HasPrefix(p.CredentialID, credOAuth):
-			grants = append(grants, strings.TrimPrefix(p.CredentialID, credOAuth))
+		case identity.CredentialOAuth:
+			grants = append(grants, c.ID)
 		}
 	}
 	now := v.now()
@@ -120,35 +113,36 @@ func (v *Validity) refresh(ctx context.Context, tenantID uuid.UUID, ps []identit
 	}
 	byKey := make(map[string]credentials.LiveKey, len(liveKeys))
 	for _, k := range liveKeys {
-		byKey[credKey+k.ID.String()] = k
+		byKey[k.ID.String()] = k
 	}
 	live := make(map[string]bool, len(liveRounds))
 	for _, id := range liveRounds {
-		live[credRound+id.String()] = true
+		live[id.String()] = true
 	}
 	byGrant := make(map[string]credentials.LiveGrant, len(liveGrants))
 	for _, g := range liveGrants {
-		byGrant[credOAuth+g.RequestID] = g
+		byGrant[g.RequestID] = g
 	}
 	out := make([]identity.Principal, len(ps))
 	for i, p := range ps {
+		c := creds[i]
 		switch {
 		case !valid[i]:
-		case strings.HasPrefix(p.CredentialID, credOAuth):
-			g, ok := byGrant[p.CredentialID]
+		case c.Kind == identity.CredentialOAuth:
+			g, ok := byGrant[c.ID]
 			valid[i] = ok
 			if ok {
 				p.Scopes, _ = RoleScopes(identity.Role(g.Role), g.Scopes)
 			}
-		case strings.HasPrefix(p.CredentialID, credKey):
-			k, ok := byKey[p.CredentialID]
+		case c.Kind == identity.CredentialKey:
+			k, ok := byKey[c.ID]
 			valid[i] = ok
 			if ok && k.Role != "" {
 				p.Role = identity.Role(k.Role)
 				p.Scopes, _ = RoleScopes(p.Role, k.Scopes)
 			}
-		case strings.HasPrefix(p.CredentialID, credRound):
-			valid[i] = live[p.CredentialID]
+		case c.Kind == identity.CredentialRound:
+			valid[i] = live[c.ID]
 		}
 		out[i] = p
 	}

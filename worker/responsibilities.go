@@ -12,27 +12,27 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 )
 
-// DutyQueue is the queue of responsibility wake-ups and scheduled runs,
+// ResponsibilityQueue is the queue of responsibility wake-ups and scheduled runs,
 // apart from deliveries and housekeeping.
-const DutyQueue = "responsibilities"
+const ResponsibilityQueue = "responsibilities"
 
-// DutyWakeupArgs is the job of one follow-up or question, scheduled at its
+// ResponsibilityWakeupArgs is the job of one follow-up or question, scheduled at its
 // due time (a question's is its expiry). It is unique by its arguments,
 // so however many workers run, one job exists and fires per wake-up.
-type DutyWakeupArgs struct {
+type ResponsibilityWakeupArgs struct {
 	TenantID         uuid.UUID `json:"tenant_id"`
 	ResponsibilityID uuid.UUID `json:"responsibility_id"`
 	WakeupID         uuid.UUID `json:"wakeup_id"`
 }
 
 // Kind names the job in River.
-func (DutyWakeupArgs) Kind() string { return "responsibility_wakeup" }
+func (ResponsibilityWakeupArgs) Kind() string { return "responsibility_wakeup" }
 
-// DutyTickArgs is a scheduled run of a responsibility in one epoch at one
+// ResponsibilityTickArgs is a scheduled run of a responsibility in one epoch at one
 // time. Each tick arms the next when it fires, so a responsibility holds
 // one pending tick however many there are; ticks are unique by their
 // arguments.
-type DutyTickArgs struct {
+type ResponsibilityTickArgs struct {
 	TenantID         uuid.UUID `json:"tenant_id"`
 	ResponsibilityID uuid.UUID `json:"responsibility_id"`
 	Epoch            int64     `json:"epoch"`
@@ -40,35 +40,35 @@ type DutyTickArgs struct {
 }
 
 // Kind names the job in River.
-func (DutyTickArgs) Kind() string { return "responsibility_tick" }
+func (ResponsibilityTickArgs) Kind() string { return "responsibility_tick" }
 
-func dutyOpts(at time.Time) *river.InsertOpts {
-	return &river.InsertOpts{Queue: DutyQueue, ScheduledAt: at, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+func responsibilityOpts(at time.Time) *river.InsertOpts {
+	return &river.InsertOpts{Queue: ResponsibilityQueue, ScheduledAt: at, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
-func tickArgs(t responsibilities.Tick) DutyTickArgs {
-	return DutyTickArgs{TenantID: t.TenantID, ResponsibilityID: t.ResponsibilityID, Epoch: t.Epoch, At: t.At.UTC()}
+func tickArgs(t responsibilities.Tick) ResponsibilityTickArgs {
+	return ResponsibilityTickArgs{TenantID: t.TenantID, ResponsibilityID: t.ResponsibilityID, Epoch: t.Epoch, At: t.At.UTC()}
 }
 
-// DutyJobs arms and cancels the jobs of responsibility wake-ups inside the
+// ResponsibilityJobs arms and cancels the jobs of responsibility wake-ups inside the
 // transaction of the change that causes them
-// (storage/postgres.DutyJobs).
-type DutyJobs struct {
+// (storage/postgres.ResponsibilityJobs).
+type ResponsibilityJobs struct {
 	Client *river.Client[pgx.Tx]
 	// Now is the clock ticks are computed from (time.Now if nil).
 	Now func() time.Time
 }
 
 // ArmWakeupTx enqueues the job of a follow-up or question at its due time.
-func (j DutyJobs) ArmWakeupTx(ctx context.Context, tx pgx.Tx, w responsibilities.Wakeup) error {
-	_, err := j.Client.InsertTx(ctx, tx, DutyWakeupArgs{TenantID: w.TenantID, ResponsibilityID: w.ResponsibilityID, WakeupID: w.ID},
-		dutyOpts(w.DueAt))
+func (j ResponsibilityJobs) ArmWakeupTx(ctx context.Context, tx pgx.Tx, w responsibilities.Wakeup) error {
+	_, err := j.Client.InsertTx(ctx, tx, ResponsibilityWakeupArgs{TenantID: w.TenantID, ResponsibilityID: w.ResponsibilityID, WakeupID: w.ID},
+		responsibilityOpts(w.DueAt))
 	return err
 }
 
 // ResetTx cancels every job of r not yet finished and arms the first tick
 // of its current epoch when it is active and has a schedule.
-func (j DutyJobs) ResetTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility, tz string) error {
+func (j ResponsibilityJobs) ResetTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility, tz string) error {
 	// The args index (GIN) finds a responsibility's jobs among all others.
 	rows, err := tx.Query(ctx, `SELECT id FROM river_job
 		WHERE kind IN ('responsibility_wakeup', 'responsibility_tick') AND state IN ('available', 'scheduled', 'retryable')
@@ -96,93 +96,93 @@ func (j DutyJobs) ResetTx(ctx context.Context, tx pgx.Tx, r responsibilities.Res
 	if !ok {
 		return nil
 	}
-	_, err = j.Client.InsertTx(ctx, tx, DutyTickArgs{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: at.UTC()}, dutyOpts(at))
+	_, err = j.Client.InsertTx(ctx, tx, ResponsibilityTickArgs{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: at.UTC()}, responsibilityOpts(at))
 	return err
 }
 
-// DutyWakeupWorker works DutyWakeupArgs.
-type DutyWakeupWorker struct {
-	river.WorkerDefaults[DutyWakeupArgs]
-	Duty *responsibilities.Service
+// ResponsibilityWakeupWorker works ResponsibilityWakeupArgs.
+type ResponsibilityWakeupWorker struct {
+	river.WorkerDefaults[ResponsibilityWakeupArgs]
+	Responsibility *responsibilities.Service
 }
 
 // Work fires the wake-up (responsibilities.Service.FireWakeup).
-func (w *DutyWakeupWorker) Work(ctx context.Context, job *river.Job[DutyWakeupArgs]) error {
-	_, err := w.Duty.FireWakeup(ctx, job.Args.TenantID, job.Args.WakeupID)
+func (w *ResponsibilityWakeupWorker) Work(ctx context.Context, job *river.Job[ResponsibilityWakeupArgs]) error {
+	_, err := w.Responsibility.FireWakeup(ctx, job.Args.TenantID, job.Args.WakeupID)
 	return err
 }
 
-// DutyTickWorker works DutyTickArgs.
-type DutyTickWorker struct {
-	river.WorkerDefaults[DutyTickArgs]
-	Duty *responsibilities.Service
+// ResponsibilityTickWorker works ResponsibilityTickArgs.
+type ResponsibilityTickWorker struct {
+	river.WorkerDefaults[ResponsibilityTickArgs]
+	Responsibility *responsibilities.Service
 }
 
 // Work opens the scheduled run and arms the next tick
 // (responsibilities.Service.FireSchedule).
-func (w *DutyTickWorker) Work(ctx context.Context, job *river.Job[DutyTickArgs]) error {
+func (w *ResponsibilityTickWorker) Work(ctx context.Context, job *river.Job[ResponsibilityTickArgs]) error {
 	a := job.Args
 	client := river.ClientFromContext[pgx.Tx](ctx)
-	_, err := w.Duty.FireSchedule(ctx, responsibilities.Tick{TenantID: a.TenantID, ResponsibilityID: a.ResponsibilityID, Epoch: a.Epoch, At: a.At},
+	_, err := w.Responsibility.FireSchedule(ctx, responsibilities.Tick{TenantID: a.TenantID, ResponsibilityID: a.ResponsibilityID, Epoch: a.Epoch, At: a.At},
 		func(next responsibilities.Tick) error {
-			_, err := client.Insert(ctx, tickArgs(next), dutyOpts(next.At))
+			_, err := client.Insert(ctx, tickArgs(next), responsibilityOpts(next.At))
 			return err
 		})
 	return err
 }
 
-// RegisterDuties adds the wake-up, tick and question push jobs and their
+// RegisterResponsibilities adds the wake-up, tick and question push jobs and their
 // queue to reg. concurrency is how many run at once per worker process
 // (20 if zero).
-func RegisterDuties(reg *Registry, svc *responsibilities.Service, concurrency int) {
-	RegisterDutiesWith(reg, svc, DutyOptions{Concurrency: concurrency})
+func RegisterResponsibilities(reg *Registry, svc *responsibilities.Service, concurrency int) {
+	RegisterResponsibilitiesWith(reg, svc, ResponsibilityOptions{Concurrency: concurrency})
 }
 
-// DutyOptions configure the responsibility jobs.
-type DutyOptions struct {
+// ResponsibilityOptions configure the responsibility jobs.
+type ResponsibilityOptions struct {
 	Concurrency int                     // jobs at once per worker process (20 if zero)
 	Backoff     func(int) time.Duration // before retry n of a question's push (Backoff if nil)
 }
 
-// RegisterDutiesWith is RegisterDuties with options.
-func RegisterDutiesWith(reg *Registry, svc *responsibilities.Service, o DutyOptions) {
+// RegisterResponsibilitiesWith is RegisterResponsibilities with options.
+func RegisterResponsibilitiesWith(reg *Registry, svc *responsibilities.Service, o ResponsibilityOptions) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 20
 	}
-	river.AddWorker(reg.Workers(), &DutyWakeupWorker{Duty: svc})
-	river.AddWorker(reg.Workers(), &DutyTickWorker{Duty: svc})
-	river.AddWorker(reg.Workers(), &DutyNoticeWorker{Duty: svc, Backoff: o.Backoff})
-	reg.AddQueue(DutyQueue, o.Concurrency)
+	river.AddWorker(reg.Workers(), &ResponsibilityWakeupWorker{Responsibility: svc})
+	river.AddWorker(reg.Workers(), &ResponsibilityTickWorker{Responsibility: svc})
+	river.AddWorker(reg.Workers(), &ResponsibilityNoticeWorker{Responsibility: svc, Backoff: o.Backoff})
+	reg.AddQueue(ResponsibilityQueue, o.Concurrency)
 }
 
-// DutyNoticeArgs is the job that pushes one question to its
+// ResponsibilityNoticeArgs is the job that pushes one question to its
 // responsibility's webhook, inserted in the question's transaction at its
 // send time (later when quiet hours hold it). Retries back off like round
 // deliveries; webhook-id is the notice's id on every try.
-type DutyNoticeArgs struct {
+type ResponsibilityNoticeArgs struct {
 	TenantID         uuid.UUID `json:"tenant_id"`
 	ResponsibilityID uuid.UUID `json:"responsibility_id"`
 	NoticeID         uuid.UUID `json:"notice_id"`
 }
 
 // Kind names the job in River.
-func (DutyNoticeArgs) Kind() string { return "responsibility_question_push" }
+func (ResponsibilityNoticeArgs) Kind() string { return "responsibility_question_push" }
 
 // NoticeAttempts is how many times a question's push is tried before it
 // fails.
 const NoticeAttempts = 8
 
 // ArmNoticeTx enqueues the push of a question at its send time.
-func (j DutyJobs) ArmNoticeTx(ctx context.Context, tx pgx.Tx, n responsibilities.Notice) error {
-	_, err := j.Client.InsertTx(ctx, tx, DutyNoticeArgs{TenantID: n.TenantID, ResponsibilityID: n.ResponsibilityID, NoticeID: n.ID},
-		&river.InsertOpts{Queue: DutyQueue, ScheduledAt: n.SendAt, MaxAttempts: NoticeAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+func (j ResponsibilityJobs) ArmNoticeTx(ctx context.Context, tx pgx.Tx, n responsibilities.Notice) error {
+	_, err := j.Client.InsertTx(ctx, tx, ResponsibilityNoticeArgs{TenantID: n.TenantID, ResponsibilityID: n.ResponsibilityID, NoticeID: n.ID},
+		&river.InsertOpts{Queue: ResponsibilityQueue, ScheduledAt: n.SendAt, MaxAttempts: NoticeAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	return err
 }
 
-// DutyNoticeWorker works DutyNoticeArgs.
-type DutyNoticeWorker struct {
-	river.WorkerDefaults[DutyNoticeArgs]
-	Duty *responsibilities.Service
+// ResponsibilityNoticeWorker works ResponsibilityNoticeArgs.
+type ResponsibilityNoticeWorker struct {
+	river.WorkerDefaults[ResponsibilityNoticeArgs]
+	Responsibility *responsibilities.Service
 	// Backoff is the wait before retry n (Backoff if nil).
 	Backoff func(n int) time.Duration
 }
@@ -190,8 +190,8 @@ type DutyNoticeWorker struct {
 // Work pushes the question (responsibilities.Service.DeliverNotice): a
 // notice held for quiet hours runs again when they end, one that cannot
 // be delivered stops retrying.
-func (w *DutyNoticeWorker) Work(ctx context.Context, job *river.Job[DutyNoticeArgs]) error {
-	err := w.Duty.DeliverNotice(ctx, job.Args.TenantID, job.Args.NoticeID, job.Attempt >= job.MaxAttempts)
+func (w *ResponsibilityNoticeWorker) Work(ctx context.Context, job *river.Job[ResponsibilityNoticeArgs]) error {
+	err := w.Responsibility.DeliverNotice(ctx, job.Args.TenantID, job.Args.NoticeID, job.Attempt >= job.MaxAttempts)
 	var held *responsibilities.HeldError
 	switch {
 	case errors.As(err, &held):
@@ -203,7 +203,7 @@ func (w *DutyNoticeWorker) Work(ctx context.Context, job *river.Job[DutyNoticeAr
 }
 
 // NextRetry schedules the next attempt.
-func (w *DutyNoticeWorker) NextRetry(job *river.Job[DutyNoticeArgs]) time.Time {
+func (w *ResponsibilityNoticeWorker) NextRetry(job *river.Job[ResponsibilityNoticeArgs]) time.Time {
 	b := w.Backoff
 	if b == nil {
 		b = Backoff
@@ -212,4 +212,6 @@ func (w *DutyNoticeWorker) NextRetry(job *river.Job[DutyNoticeArgs]) time.Time {
 }
 
 // Timeout bounds one attempt.
-func (w *DutyNoticeWorker) Timeout(*river.Job[DutyNoticeArgs]) time.Duration { return 30 * time.Second }
+func (w *ResponsibilityNoticeWorker) Timeout(*river.Job[ResponsibilityNoticeArgs]) time.Duration {
+	return 30 * time.Second
+}

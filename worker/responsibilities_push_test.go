@@ -61,7 +61,7 @@ func (in *inbox) all() []received {
 
 // pushing makes the env's service push questions through the egress
 // guard, with 127.0.0.1 allowed as a development host (the inbox).
-func (e *dutyEnv) pushing() {
+func (e *responsibilityEnv) pushing() {
 	dev := []string{"127.0.0.1"}
 	e.svc.SetNotices(e.store)
 	e.svc.SetNotifier(responsibilities.Notifier{HTTP: egress.New(egress.Config{AllowPrivateHosts: dev}),
@@ -70,7 +70,7 @@ func (e *dutyEnv) pushing() {
 
 // notifying creates a responsibility of the env's employee pushing to url,
 // with an open run; it returns it with its signing key.
-func (e *dutyEnv) notifying(t *testing.T, url string, n responsibilities.NotifyChange) (responsibilities.Responsibility, []byte) {
+func (e *responsibilityEnv) notifying(t *testing.T, url string, n responsibilities.NotifyChange) (responsibilities.Responsibility, []byte) {
 	t.Helper()
 	on := true
 	n.Enabled, n.URL = &on, &url
@@ -85,19 +85,19 @@ func (e *dutyEnv) notifying(t *testing.T, url string, n responsibilities.NotifyC
 	return r, key
 }
 
-func (e *dutyEnv) employee() *tools.Subject {
+func (e *responsibilityEnv) employee() *tools.Subject {
 	return &tools.Subject{Principal: identity.Principal{TenantID: e.tenant.ID, Kind: identity.KindEmployee, AgentID: e.agent.ID,
 		CredentialID: "key:ada", Scopes: []string{identity.ScopeToolsAdmin}}, Tenant: e.tenant, Agent: &e.agent}
 }
 
-func (e *dutyEnv) ask(t *testing.T, r responsibilities.Responsibility, text string) responsibilities.Wakeup {
+func (e *responsibilityEnv) ask(t *testing.T, r responsibilities.Responsibility, text string) responsibilities.Wakeup {
 	t.Helper()
 	w, err := e.svc.Ask(e.ctx, e.employee(), r.ID, responsibilities.NewQuestion{Text: text, Options: []string{"yes", "no"}})
 	require.NoError(t, err)
 	return w
 }
 
-func (e *dutyEnv) notices(t *testing.T, r responsibilities.Responsibility) []responsibilities.Notice {
+func (e *responsibilityEnv) notices(t *testing.T, r responsibilities.Responsibility) []responsibilities.Notice {
 	t.Helper()
 	ns, err := e.svc.Notices(e.ctx, r.TenantID, r.ID, nil, 50)
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func (e *dutyEnv) notices(t *testing.T, r responsibilities.Responsibility) []res
 }
 
 // pushAudits counts the audit rows of event about question q.
-func (e *dutyEnv) pushAudits(t *testing.T, event string, q responsibilities.Wakeup) int {
+func (e *responsibilityEnv) pushAudits(t *testing.T, event string, q responsibilities.Wakeup) int {
 	t.Helper()
 	var n int
 	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND event_type = $2 AND object = $3`,
@@ -114,7 +114,7 @@ func (e *dutyEnv) pushAudits(t *testing.T, event string, q responsibilities.Wake
 }
 
 // answer settles q as an operator would, which opens the next run.
-func (e *dutyEnv) answer(t *testing.T, q responsibilities.Wakeup) {
+func (e *responsibilityEnv) answer(t *testing.T, q responsibilities.Wakeup) {
 	t.Helper()
 	_, _, err := e.svc.AnswerQuestion(e.ctx, e.tenant.ID, q.ID, "operator:k", responsibilities.Answer{Option: 1})
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func (e *dutyEnv) answer(t *testing.T, q responsibilities.Wakeup) {
 // recorded as sent and audited.
 func TestAQuestionIsPushedSignedAndQuoted(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	e.pushing()
 	e.runner(t)
 	in := newInbox(t, nil)
@@ -182,7 +182,7 @@ func TestAQuestionIsPushedSignedAndQuoted(t *testing.T) {
 // window is refused (reason cap).
 func TestAClosedGateOrTheCapStopsAPush(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	e.pushing()
 	e.runner(t)
 	in := newInbox(t, nil)
@@ -216,7 +216,7 @@ func TestAClosedGateOrTheCapStopsAPush(t *testing.T) {
 // attempt.
 func TestAPushIsRetriedAfterA500(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	e.pushing()
 	e.runner(t)
 	in := newInbox(t, func(n int) int {
@@ -248,7 +248,7 @@ func TestAPushIsRetriedAfterA500(t *testing.T) {
 // attempt, saying why, and the redirect's target is never asked.
 func TestARedirectingWebhookFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	e.pushing()
 	e.runner(t)
 	var asked, followed atomic.Int32
@@ -280,7 +280,7 @@ func TestARedirectingWebhookFailsAtOnce(t *testing.T) {
 // withdrew is never sent.
 func TestQuietHoursHoldAPushUntilTheyEnd(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	e.pushing()
 	var offset atomic.Int64
 	e.svc.SetClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })

@@ -20,28 +20,28 @@ import (
 	"github.com/visorhq/visor/worker"
 )
 
-// dutyEnv is one database with a tenant, an employee, the responsibility
+// responsibilityEnv is one database with a tenant, an employee, the responsibility
 // service, and as many job runners (workers) as a test starts on it.
-type dutyEnv struct {
+type responsibilityEnv struct {
 	ctx    context.Context
 	db     *postgres.DB
 	store  *postgres.ResponsibilityStore
 	svc    *responsibilities.Service
-	jobs   *worker.DutyJobs
+	jobs   *worker.ResponsibilityJobs
 	tenant identity.Tenant
 	agent  identity.Agent
 }
 
-func newDutyEnv(t testing.TB) *dutyEnv {
+func newResponsibilityEnv(t testing.TB) *responsibilityEnv {
 	t.Helper()
-	e := &dutyEnv{ctx: context.Background(), db: pgtest.New(t)}
+	e := &responsibilityEnv{ctx: context.Background(), db: pgtest.New(t)}
 	idStore := postgres.NewIdentityStore(e.db)
 	ids := identity.NewService(idStore, changes.Discard{}, slog.New(slog.DiscardHandler))
 	e.store = postgres.NewResponsibilityStore(e.db)
 	e.svc = responsibilities.NewService(e.store, agents.NewDelegation(idStore))
 	e.svc.SetQuestions(e.store)
 	e.svc.SetSchedules(e.store)
-	e.jobs = &worker.DutyJobs{}
+	e.jobs = &worker.ResponsibilityJobs{}
 	e.store.SetJobs(e.jobs)
 	var err error
 	e.tenant, err = ids.CreateTenant(e.ctx, "acme", "Acme")
@@ -52,11 +52,11 @@ func newDutyEnv(t testing.TB) *dutyEnv {
 }
 
 // runner starts a worker process's job runner on the env's database.
-func (e *dutyEnv) runner(t testing.TB) *worker.Runner {
+func (e *responsibilityEnv) runner(t testing.TB) *worker.Runner {
 	t.Helper()
 	reg := worker.NewRegistry()
 	// Pushes retry quickly here; the delays themselves are River's.
-	worker.RegisterDutiesWith(reg, e.svc, worker.DutyOptions{Concurrency: 4, Backoff: func(int) time.Duration { return 100 * time.Millisecond }})
+	worker.RegisterResponsibilitiesWith(reg, e.svc, worker.ResponsibilityOptions{Concurrency: 4, Backoff: func(int) time.Duration { return 100 * time.Millisecond }})
 	r, err := worker.NewRunner(e.db.Pool, reg, worker.Options{Logger: slog.New(slog.DiscardHandler), Concurrency: 2, DrainTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	if e.jobs.Client == nil {
@@ -67,8 +67,8 @@ func (e *dutyEnv) runner(t testing.TB) *worker.Runner {
 	return r
 }
 
-// duty creates an active responsibility with an open run.
-func (e *dutyEnv) duty(t testing.TB) responsibilities.Responsibility {
+// responsibility creates an active responsibility with an open run.
+func (e *responsibilityEnv) responsibility(t testing.TB) responsibilities.Responsibility {
 	t.Helper()
 	r, err := e.svc.Create(e.ctx, e.tenant.ID, "", "operator:k", responsibilities.Draft{AgentID: e.agent.ID, Name: "watch",
 		PeriodSecs: 3600, RunLimit: 50, SpendCapCents: 1000, MinWakeIntervalSecs: 60})
@@ -81,7 +81,7 @@ func (e *dutyEnv) duty(t testing.TB) responsibilities.Responsibility {
 // arm writes a follow-up of r due at due from its open run, with its job,
 // as responsibility_followup does (the minimum interval is the tool's rule,
 // tested with the tool).
-func (e *dutyEnv) arm(t *testing.T, r responsibilities.Responsibility, due time.Time) responsibilities.Wakeup {
+func (e *responsibilityEnv) arm(t *testing.T, r responsibilities.Responsibility, due time.Time) responsibilities.Wakeup {
 	t.Helper()
 	w, err := e.store.Arm(e.ctx, r.TenantID, r.ID, func(a responsibilities.Armer) (*responsibilities.Wakeup, error) {
 		if a.OpenRun == nil {
@@ -94,7 +94,7 @@ func (e *dutyEnv) arm(t *testing.T, r responsibilities.Responsibility, due time.
 	return w
 }
 
-func (e *dutyEnv) runs(t *testing.T, r responsibilities.Responsibility, reason responsibilities.RunReason) int {
+func (e *responsibilityEnv) runs(t *testing.T, r responsibilities.Responsibility, reason responsibilities.RunReason) int {
 	t.Helper()
 	var n int
 	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1 AND responsibility_id = $2 AND reason = $3`,
@@ -103,7 +103,7 @@ func (e *dutyEnv) runs(t *testing.T, r responsibilities.Responsibility, reason r
 }
 
 // why lists the causes of r's skips, for failure messages.
-func (e *dutyEnv) why(t *testing.T, r responsibilities.Responsibility) []string {
+func (e *responsibilityEnv) why(t *testing.T, r responsibilities.Responsibility) []string {
 	t.Helper()
 	ks, err := e.store.Skips(e.ctx, r.TenantID, r.ID, nil, 10)
 	require.NoError(t, err)
@@ -114,7 +114,7 @@ func (e *dutyEnv) why(t *testing.T, r responsibilities.Responsibility) []string 
 	return out
 }
 
-func (e *dutyEnv) state(t *testing.T, w responsibilities.Wakeup) responsibilities.WakeupState {
+func (e *responsibilityEnv) state(t *testing.T, w responsibilities.Wakeup) responsibilities.WakeupState {
 	t.Helper()
 	got, err := e.store.Wakeup(e.ctx, w.TenantID, w.ID)
 	require.NoError(t, err)
@@ -126,15 +126,15 @@ func (e *dutyEnv) state(t *testing.T, w responsibilities.Wakeup) responsibilitie
 // would): every follow-up opens exactly one run.
 func TestTwoWorkersFireEachWakeupOnce(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	a, b := e.runner(t), e.runner(t)
 	const n = 12
 	due := time.Now().Add(1500 * time.Millisecond)
-	var duties []responsibilities.Responsibility
+	var rs []responsibilities.Responsibility
 	var ws []responsibilities.Wakeup
 	for range n {
-		r := e.duty(t)
-		duties = append(duties, r)
+		r := e.responsibility(t)
+		rs = append(rs, r)
 		ws = append(ws, e.arm(t, r, due))
 	}
 	// Both workers' clients try to arm every job once more, concurrently:
@@ -149,7 +149,7 @@ func TestTwoWorkersFireEachWakeupOnce(t *testing.T) {
 					return
 				}
 				defer tx.Rollback(e.ctx) //nolint:errcheck
-				if err := (worker.DutyJobs{Client: c.Client()}).ArmWakeupTx(e.ctx, tx, w); err != nil {
+				if err := (worker.ResponsibilityJobs{Client: c.Client()}).ArmWakeupTx(e.ctx, tx, w); err != nil {
 					t.Error(err)
 					return
 				}
@@ -165,8 +165,8 @@ func TestTwoWorkersFireEachWakeupOnce(t *testing.T) {
 	require.Equal(t, n, jobs, "one job per wake-up")
 
 	for i, w := range ws {
-		require.Eventually(t, func() bool { return e.runs(t, duties[i], responsibilities.ByFollowup) == 1 }, 20*time.Second, 50*time.Millisecond,
-			"the follow-up opened one run; skips: %v", e.why(t, duties[i]))
+		require.Eventually(t, func() bool { return e.runs(t, rs[i], responsibilities.ByFollowup) == 1 }, 20*time.Second, 50*time.Millisecond,
+			"the follow-up opened one run; skips: %v", e.why(t, rs[i]))
 		require.Equal(t, responsibilities.Fired, e.state(t, w))
 	}
 	require.Eventually(t, func() bool {
@@ -174,8 +174,8 @@ func TestTwoWorkersFireEachWakeupOnce(t *testing.T) {
 		_ = e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job WHERE kind = 'responsibility_wakeup' AND state = 'completed'`).Scan(&done)
 		return done == n
 	}, 10*time.Second, 50*time.Millisecond)
-	for i := range duties {
-		require.Equal(t, 1, e.runs(t, duties[i], responsibilities.ByFollowup), "no second run")
+	for i := range rs {
+		require.Equal(t, 1, e.runs(t, rs[i], responsibilities.ByFollowup), "no second run")
 	}
 }
 
@@ -183,23 +183,23 @@ func TestTwoWorkersFireEachWakeupOnce(t *testing.T) {
 // scheduled hands nothing to memory; another started later fires them all.
 func TestARestartedWorkerLosesNoWakeup(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	first := e.runner(t)
 	const n = 8
 	due := time.Now().Add(2 * time.Second)
-	var duties []responsibilities.Responsibility
+	var rs []responsibilities.Responsibility
 	for range n {
-		r := e.duty(t)
-		duties = append(duties, r)
+		r := e.responsibility(t)
+		rs = append(rs, r)
 		e.arm(t, r, due)
 	}
 	first.Stop()
 	time.Sleep(time.Until(due) + 500*time.Millisecond) // due while no worker runs
-	for _, r := range duties {
+	for _, r := range rs {
 		require.Zero(t, e.runs(t, r, responsibilities.ByFollowup), "nothing fired with the worker stopped")
 	}
 	e.runner(t)
-	for _, r := range duties {
+	for _, r := range rs {
 		require.Eventually(t, func() bool { return e.runs(t, r, responsibilities.ByFollowup) == 1 }, 20*time.Second, 50*time.Millisecond)
 	}
 }
@@ -209,10 +209,10 @@ func TestARestartedWorkerLosesNoWakeup(t *testing.T) {
 // opens no run and is recorded as epoch_changed.
 func TestAnOperatorChangeCancelsPendingWakeups(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	e.runner(t)
 
-	paused := e.duty(t)
+	paused := e.responsibility(t)
 	w := e.arm(t, paused, time.Now().Add(time.Hour))
 	st := responsibilities.Paused
 	_, err := e.svc.Update(e.ctx, e.tenant.ID, paused.ID, "", responsibilities.Change{Status: &st})
@@ -225,7 +225,7 @@ func TestAnOperatorChangeCancelsPendingWakeups(t *testing.T) {
 
 	// A wake-up still pending from an older epoch (its cancel raced the
 	// change) fires as epoch_changed.
-	old := e.duty(t)
+	old := e.responsibility(t)
 	w = e.arm(t, old, time.Now().Add(time.Second))
 	_, err = e.db.Pool.Exec(e.ctx, `UPDATE responsibilities SET epoch = epoch + 1 WHERE tenant_id = $1 AND id = $2`, old.TenantID, old.ID)
 	require.NoError(t, err)
@@ -245,20 +245,20 @@ func TestAnOperatorChangeCancelsPendingWakeups(t *testing.T) {
 // new epoch and the old tick is cancelled.
 func TestAScheduledTickOpensARunAndArmsTheNext(t *testing.T) {
 	t.Parallel()
-	e := newDutyEnv(t)
+	e := newResponsibilityEnv(t)
 	e.runner(t)
 	r, err := e.svc.Create(e.ctx, e.tenant.ID, "", "operator:k", responsibilities.Draft{AgentID: e.agent.ID, Name: "hourly",
 		Schedule: "0 * * * *", RunLimit: 50, SpendCapCents: 1000})
 	require.NoError(t, err)
-	ticks := func(state string) []worker.DutyTickArgs {
+	ticks := func(state string) []worker.ResponsibilityTickArgs {
 		rows, err := e.db.Pool.Query(e.ctx, `SELECT args->>'at', (args->>'epoch')::bigint FROM river_job
 			WHERE kind = 'responsibility_tick' AND state = $1 AND args->>'responsibility_id' = $2 ORDER BY id`, state, r.ID.String())
 		require.NoError(t, err)
 		defer rows.Close()
-		var out []worker.DutyTickArgs
+		var out []worker.ResponsibilityTickArgs
 		for rows.Next() {
 			var at string
-			var a worker.DutyTickArgs
+			var a worker.ResponsibilityTickArgs
 			require.NoError(t, rows.Scan(&at, &a.Epoch))
 			a.At, err = time.Parse(time.RFC3339Nano, at)
 			require.NoError(t, err)
@@ -274,7 +274,7 @@ func TestAScheduledTickOpensARunAndArmsTheNext(t *testing.T) {
 
 	// Bring a tick forward (as if its hour came): it opens a run and arms
 	// the next hour.
-	tick := worker.DutyTickArgs{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: time.Now().Add(500 * time.Millisecond).UTC()}
+	tick := worker.ResponsibilityTickArgs{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: time.Now().Add(500 * time.Millisecond).UTC()}
 	_, err = e.jobs.Client.Insert(e.ctx, tick, nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return e.runs(t, r, responsibilities.BySchedule) == 1 }, 20*time.Second, 50*time.Millisecond)

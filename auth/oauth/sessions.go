@@ -87,7 +87,7 @@ func (s *Server) ResolveSession(ctx context.Context, value string) (identity.Ten
 		return t, identity.Principal{}, err
 	}
 	return t, identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindOperator, MemberID: m.ID, Role: m.Role,
-		CredentialID: identity.SessionPrefix + hex.EncodeToString(ss.IDHash[:8]), Scopes: m.Role.Scopes()}, nil
+		CredentialID: identity.Credential{Kind: identity.CredentialSession, ID: hex.EncodeToString(ss.IDHash[:8])}.String(), Scopes: m.Role.Scopes()}, nil
 }
 
 // DeviceMAC binds a device cookie's nonce to one member (tenant and email),

@@ -38,5 +38,5 @@ func (s *Server) ResolveToken(ctx context.Context, t identity.Tenant, token stri
 	}
 	scopes, _ := roleScopes(m.Role, ar.GetGrantedScopes())
 	return identity.Principal{TenantID: t.ID, TenantSlug: t.Slug, Kind: identity.KindExternal, MemberID: sess.MemberID,
-		ClientID: ar.GetClient().GetID(), CredentialID: "oauth:" + ar.GetID(), Scopes: scopes}, nil
+		ClientID: ar.GetClient().GetID(), CredentialID: identity.Credential{Kind: identity.CredentialOAuth, ID: ar.GetID()}.String(), Scopes: scopes}, nil
 }

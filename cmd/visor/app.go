@@ -50,8 +50,8 @@ type app struct {
 	grants *grants.Service
 	// board is the task board (tasks, routines, reminders, hand-offs).
 	board *board.Service
-	// duties are the continuous responsibilities of AI employees.
-	duties *responsibilities.Service
+	// responsibilities runs the continuous responsibilities of AI employees.
+	responsibilities *responsibilities.Service
 	// computer is computer use: browser sessions and workspaces.
 	computer *computer.Service
 	// dbSources are the tenants' database sources and the db_* tools.
@@ -152,16 +152,16 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 		return nil, err
 	}
 	a.board = a.newBoard()
-	duties := postgres.NewResponsibilityStore(a.db)
-	duties.SetQueue(a.jobs)
-	duties.SetJobs(worker.DutyJobs{Client: a.jobs.Client})
-	a.duties = responsibilities.NewService(duties, agents.NewDelegation(a.stores.identity))
-	a.duties.SetQuestions(duties)
-	a.duties.SetSchedules(duties)
-	a.duties.SetNotices(duties)
-	a.duties.SetNotifier(a.dutyNotifier())
-	a.duties.SetRounds(a.rounds)
-	a.board.SetRuns(a.duties)
+	rs := postgres.NewResponsibilityStore(a.db)
+	rs.SetQueue(a.jobs)
+	rs.SetJobs(worker.ResponsibilityJobs{Client: a.jobs.Client})
+	a.responsibilities = responsibilities.NewService(rs, agents.NewDelegation(a.stores.identity))
+	a.responsibilities.SetQuestions(rs)
+	a.responsibilities.SetSchedules(rs)
+	a.responsibilities.SetNotices(rs)
+	a.responsibilities.SetNotifier(a.responsibilityNotifier())
+	a.responsibilities.SetRounds(a.rounds)
+	a.board.SetRuns(a.responsibilities)
 	a.computer = a.newComputer()
 	a.dbSources = a.newDBSources()
 	a.ids.SetSourceNames(a.dbSources)

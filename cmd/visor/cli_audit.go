@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os/user"
 	"time"
 
@@ -61,13 +62,12 @@ func recorded(ctx context.Context, a *app, ac action, fs *flag.FlagSet, args []s
 		given["args"] = args
 	}
 	body, _ := json.Marshal(given)
-	change, digest := audit.MaskedChange(body)
-	e := audit.Entry{ID: audit.NewID(), TenantID: rec.tenant, PrincipalKind: "operator", PrincipalID: audit.Clean(cliActor()),
-		ArgsDigest: digest, Outcome: audit.OutcomeOK, Event: "operator_action", At: time.Now(), Latency: time.Since(start),
-		Source: audit.SourceCLI, Action: ac.audit, Object: audit.Clean(rec.object), Change: change}
+	o := audit.Operator{TenantID: rec.tenant, Source: audit.SourceCLI, PrincipalKind: "operator", PrincipalID: cliActor(),
+		Action: ac.audit, Object: rec.object, Body: body, Status: http.StatusOK, Latency: time.Since(start)}
 	if err != nil {
-		e.Outcome, e.Code, e.Message = cliOutcome(err), int64(fault.HTTPStatus(fault.CodeOf(err))), audit.Clean(err.Error())
+		o.Status, o.Message = cliStatus(err), err.Error()
 	}
+	e := o.Row()
 	if rerr := a.stores.audit.Record(context.WithoutCancel(ctx), e); rerr != nil {
 		if err != nil {
 			return err
@@ -77,21 +77,15 @@ func recorded(ctx context.Context, a *app, ac action, fs *flag.FlagSet, args []s
 	return err
 }
 
-// cliOutcome names how a failed action ended: refused or rejected for a
-// caller's mistake (a bad flag, a conflict, a missing object), failed when
-// the deployment failed.
-func cliOutcome(err error) string {
+// cliStatus is the HTTP status a failed action's row carries, so its
+// outcome reads as the admin API's would (audit.OutcomeOf): that of its
+// fault code; the CLI's own checks of its flags are a 400 (rejected).
+func cliStatus(err error) int {
 	var fe *fault.Error
 	if !errors.As(err, &fe) {
-		return audit.OutcomeRejected // the CLI's own checks of its flags
+		return http.StatusBadRequest
 	}
-	switch fe.Code {
-	case fault.Forbidden, fault.Unauthorized:
-		return audit.OutcomeRefused
-	case fault.Internal, fault.Unavailable:
-		return audit.OutcomeFailed
-	}
-	return audit.OutcomeRejected
+	return fault.HTTPStatus(fe.Code)
 }
 
 // cliActor names who ran the CLI: the deployment itself, on behalf of the

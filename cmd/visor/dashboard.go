@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/visorhq/visor/auth"
+	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/redisx"
@@ -24,7 +25,7 @@ func (a *app) uiFrame(ctx context.Context, baseURL string) (*ui.Frame, error) {
 			return nil, fmt.Errorf("load the web UI's signing secret: %w", err)
 		}
 	}
-	return ui.NewFrame(ui.FrameConfig{BaseURL: baseURL, Secret: secret, Preferences: a.stores.identity, Logger: a.log.With("area", "ui")})
+	return ui.NewFrame(ui.FrameConfig{BaseURL: baseURL, Secret: secret, SessionCookie: oauth.SessionCookieName, Preferences: a.stores.identity, Logger: a.log.With("area", "ui")})
 }
 
 // mountDashboard registers the operator dashboard. It signs members in
@@ -35,7 +36,7 @@ func (a *app) mountDashboard(e *echo.Echo, resolver *auth.Resolver, frame *ui.Fr
 	deps := ui.Deps{Identity: a.ids, Sessions: resolver.Sessions, Audit: a.stores.audit, Tools: reg,
 		Subjects: tools.NewSubjects(a.stores.identity, a.grants, 0), Logger: a.log.With("area", "dashboard"),
 		AuditLog: a.stores.audit, Tail: audit.Tail{Store: a.stores.audit}, Grants: a.grants, Streams: a.streams,
-		Clients: a.stores.credentials, OAuth: a.oauth, Duties: a.duties, Board: a.board,
+		Clients: a.stores.credentials, OAuth: a.oauth, Responsibilities: a.responsibilities, Board: a.board,
 		SandboxRuns: a.stores.sandboxRuns, Computer: a.computer, ComputerSessions: a.stores.computer, DBSources: a.dbSources}
 	if a.rdb != nil {
 		deps.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)

@@ -28,7 +28,7 @@ func (a *app) families() []catalog.Family {
 		agents.NewService(a.ids, a.stores.identity, a.stores.reservations),
 		a.grants,
 		a.board,
-		a.duties,
+		a.responsibilities,
 		a.computer,
 		a.sandboxTools(),
 		a.dbSources,

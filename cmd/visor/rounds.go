@@ -13,7 +13,7 @@ import (
 	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/web/runtime"
+	"github.com/visorhq/visor/web/longpoll"
 	"github.com/visorhq/visor/web/server"
 	"github.com/visorhq/visor/worker"
 )
@@ -95,9 +95,9 @@ func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth
 	if err := a.start(ctx, postgres.NewWakeupListener(a.db, a.bell, a.log.With("area", "rounds"))); err != nil {
 		return fmt.Errorf("listen for wake-ups: %w", err)
 	}
-	h := runtime.New(a.rounds, a.stores.audit)
+	h := longpoll.New(a.rounds, a.stores.audit)
 	h.Register(s.Echo(), resolver.Middleware(""))
-	runtime.NewSpend(a.duties, a.stores.audit).Register(s.Echo(), resolver.Middleware(""))
+	longpoll.NewSpend(a.responsibilities, a.stores.audit).Register(s.Echo(), resolver.Middleware(""))
 	s.OnShutdown(h.Close)
 	return nil
 }

@@ -61,7 +61,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, baseURL string, extra ...api.Res
 	// Other areas: adm.Add(yourResource)
 	adm.Add(api.NewGrants(a.grants))
 	adm.Add(api.NewBoard(a.board), api.NewRuntime(a.rounds))
-	adm.Add(api.NewResponsibilities(a.duties), api.NewQuestions(a.duties))
+	adm.Add(api.NewResponsibilities(a.responsibilities), api.NewQuestions(a.responsibilities))
 	adm.Add(api.NewDBSources(a.dbSources))
 	adm.Add(extra...)
 	return adm
@@ -76,5 +76,5 @@ func (a *app) registerJobs(reg *worker.Registry) {
 	worker.RegisterMaintenance(reg, a.stores.identity)
 	a.registerOAuthJobs(reg)
 	a.registerRoundJobs(reg)
-	worker.RegisterDuties(reg, a.duties, 0)
+	worker.RegisterResponsibilities(reg, a.responsibilities, 0)
 }

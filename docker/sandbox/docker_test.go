@@ -223,6 +223,9 @@ func TestSleeperIsKilledAtItsTimeout(t *testing.T) {
 	require.Equal(t, "started\n", res.Output)
 	require.Less(t, res.Duration, 10*time.Second)
 	require.Contains(t, res.Note(), "stopped at its timeout")
+	// A run stopped at its timeout never reads as a success: it was killed.
+	require.Equal(t, 137, res.ExitCode, "128 + SIGKILL, as a shell reports a killed process")
+	require.Contains(t, res.Note(), "SIGKILL")
 }
 
 func TestOutputIsCombinedAndCapped(t *testing.T) {

@@ -110,7 +110,7 @@ func (r *Runner) run(ctx context.Context, id string, p domain.Program) (domain.R
 	case err := <-waitErr:
 		return domain.Result{}, r.failed(ctx, p, "wait_failed", err)
 	case <-timer.C:
-		res.TimedOut = true
+		res.StopAtTimeout()
 		r.remove(id)
 	case <-ctx.Done():
 		r.remove(id)

@@ -45,18 +45,30 @@ func (s *Service) create(ctx context.Context, c tools.Call) (*tools.Result, erro
 	in.Department, _ = tools.String(c.Args, "department")
 	in.Role, _ = tools.String(c.Args, "role")
 	in.BudgetCents, _ = tools.Int(c.Args, "budget_cents")
+	org, err := s.orgChart(ctx, c.Subject)
+	if err != nil {
+		return nil, err
+	}
 	if m, ok := tools.String(c.Args, "reports_to"); ok && m != "" {
 		boss, err := s.byName(ctx, tenantID, m)
 		if err != nil {
 			return nil, err
 		}
+		if err := org.mayActOn(boss, "placing a new employee under"); err != nil {
+			return nil, err
+		}
 		in.ReportsTo = boss.ID
 	}
-	a, err := s.ids.CreateAgent(ctx, tenantID, in)
-	if fault.Is(err, fault.Conflict) {
-		return nil, fault.New(fault.Conflict, "an AI employee named %q already exists; choose a different name", name)
+	if me := c.Subject.Agent; me != nil {
+		in.Creator = me.ID // bounded by its creator's authority
 	}
-	if err != nil {
+	a, err := s.ids.CreateAgent(ctx, tenantID, in)
+	switch {
+	case fault.Is(err, fault.Conflict):
+		return nil, fault.New(fault.Conflict, "an AI employee named %q already exists; choose a different name", name)
+	case fault.Is(err, fault.Forbidden):
+		return nil, tools.Refused(tools.EventAgentAuthorityRefused, fault.Message(err))
+	case err != nil:
 		return nil, err
 	}
 	return &tools.Result{Text: fmt.Sprintf("Created AI employee %s.", a.Name), Structured: view(a, nil)}, nil
@@ -102,6 +114,32 @@ func (o orgChart) mayActOn(target identity.Agent, what string) error {
 		"%s %s needs a delegation relationship (same department, reports_to above or below, or a whitelisted pair), and you have none with it", what, target.Name))
 }
 
+// mayGive refuses an AI employee giving another more authority than it
+// holds itself, as agent_update can: a budget above its own, or database
+// sources it may not query.
+func (o orgChart) mayGive(args map[string]any) error {
+	if o.sub.Agent == nil {
+		return nil
+	}
+	i := slices.IndexFunc(o.all, func(a identity.Agent) bool { return a.ID == o.sub.Agent.ID })
+	if i < 0 {
+		return fault.New(fault.Unauthorized, "this credential's AI employee no longer exists")
+	}
+	me := o.all[i]
+	if v, ok := tools.Int(args, "budget_cents"); ok && v > me.BudgetCents {
+		return tools.Refused(tools.EventAgentAuthorityRefused, fmt.Sprintf("budget_cents %d is more than your own budget (%d)", v, me.BudgetCents))
+	}
+	for _, f := range []string{"db_sources", "db_sources_add"} {
+		names, _ := stringList(args[f], f)
+		for _, n := range names {
+			if !slices.Contains(me.Settings.Capabilities.DBSources, n) {
+				return tools.Refused(tools.EventAgentAuthorityRefused, fmt.Sprintf("%s names %q, a database source you may not query yourself", f, n))
+			}
+		}
+	}
+	return nil
+}
+
 // selfRestricted are the fields an AI employee may not send about itself:
 // its place in the org chart (department, reports_to), which the
 // delegation rules read, and its authority.
@@ -130,6 +168,8 @@ func (s *Service) update(ctx context.Context, c tools.Call) (*tools.Result, erro
 				"an AI employee cannot change its own %s; ask an operator or your manager", strings.Join(sent, ", ")))
 		}
 	} else if err := org.mayActOn(target, "updating"); err != nil {
+		return nil, err
+	} else if err := org.mayGive(c.Args); err != nil {
 		return nil, err
 	}
 	if len(c.Args) == 1 {

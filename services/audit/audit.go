@@ -52,21 +52,25 @@ func NewID() uuid.UUID {
 // CLI reuses) to which Object, and carries the Change with every secret
 // replaced by a marker; ArgsDigest is then the SHA-256 of Change.
 type Entry struct {
-	ID            uuid.UUID     `json:"id"`
-	TenantID      uuid.UUID     `json:"tenant_id"`
-	PrincipalKind string        `json:"principal_kind"`
-	PrincipalID   string        `json:"principal_id"`
-	Tool          string        `json:"tool"`
-	ArgsDigest    string        `json:"args_digest"`
-	Outcome       string        `json:"outcome"`
-	Code          int64         `json:"code"`       // JSON-RPC error code, 0 when none
-	Event         string        `json:"event_type"` // tools.Event*
-	Message       string        `json:"message,omitempty"`
-	Latency       time.Duration `json:"latency_us"`
-	At            time.Time     `json:"at"`
-	Source        string        `json:"source"`           // Source*; "" is SourceMCP
-	Action        string        `json:"action,omitempty"` // operator actions: e.g. "updateMember"
-	Object        string        `json:"object,omitempty"` // operator actions: e.g. "member:<id>"
+	ID            uuid.UUID `json:"id"`
+	TenantID      uuid.UUID `json:"tenant_id"`
+	PrincipalKind string    `json:"principal_kind"`
+	PrincipalID   string    `json:"principal_id"`
+	Tool          string    `json:"tool"`
+	ArgsDigest    string    `json:"args_digest"`
+	Outcome       string    `json:"outcome"`
+	// Code is what the edge answered: for a tool call (SourceMCP) the
+	// JSON-RPC error code, 0 when the call got a result (a tool error
+	// included); for an operator action the HTTP status (200, 403, …), the
+	// CLI's being the status its error maps to.
+	Code    int64         `json:"code"`
+	Event   string        `json:"event_type"` // tools.Event*
+	Message string        `json:"message,omitempty"`
+	Latency time.Duration `json:"latency_us"`
+	At      time.Time     `json:"at"`
+	Source  string        `json:"source"`           // Source*; "" is SourceMCP
+	Action  string        `json:"action,omitempty"` // operator actions: e.g. "updateMember"
+	Object  string        `json:"object,omitempty"` // operator actions: e.g. "member:<id>"
 	// Change is, for an operator action, the change with secrets masked;
 	// for a tool call, the summary its secret parameters leave (a
 	// character count, a host, a keyed hash; tools.AuditNote), or "".

@@ -73,8 +73,8 @@ const (
 	FromReminder Origin = "reminder"
 	FromMessage  Origin = "message"
 	FromSpawn    Origin = "spawn"
-	// FromDuty is the task of a continuous responsibility's run.
-	FromDuty Origin = "responsibility"
+	// FromResponsibility is the task of a continuous responsibility's run.
+	FromResponsibility Origin = "responsibility"
 )
 
 // Task is one card on the board.

@@ -57,6 +57,9 @@ func (s *Service) CreateTask(ctx context.Context, a Actor, in NewTask) (Task, er
 	if err := s.store.CreateTask(ctx, &t, fx, limit); err != nil {
 		return Task{}, err
 	}
+	if t.Kind == KindGoal && t.AssigneeID != uuid.Nil && len(protectedOf(t.Tags)) > 0 {
+		s.syncGoal(context.WithoutCancel(ctx), t.TenantID, t.ID)
+	}
 	return t, nil
 }
 
@@ -86,7 +89,7 @@ func (s *Service) checkNew(a Actor, in *NewTask) error {
 // be the run's task or under it; elsewhere the round sets no parent.
 func (s *Service) placeInRound(ctx context.Context, a Actor, in *NewTask) error {
 	p := a.Principal
-	if !isRound(p) {
+	if !p.OnRound() {
 		return nil
 	}
 	if p.TaskID == uuid.Nil {

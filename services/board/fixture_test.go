@@ -50,6 +50,10 @@ func (g *endedGrants) EndTask(_ context.Context, _, task uuid.UUID) error {
 	return nil
 }
 
+func (g *endedGrants) SyncGoal(context.Context, uuid.UUID, uuid.UUID, uuid.UUID, []string) error {
+	return nil
+}
+
 func (g *endedGrants) ended() []uuid.UUID {
 	g.mu.Lock()
 	defer g.mu.Unlock()

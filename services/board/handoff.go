@@ -15,7 +15,7 @@ import (
 // becomes the assignee and is woken with the packet as data. The packet is
 // checked first and refused whole when malformed or too large. Errors:
 // Invalid/TooLarge for the packet, NotFound, Conflict for a finished task,
-// relationship refusals as for tasks_update.
+// relationship refusals as for tasks_update (mayMove).
 func (s *Service) Handoff(ctx context.Context, a Actor, id, to uuid.UUID, raw string) (Task, error) {
 	packet, err := ParsePacket(raw)
 	if err != nil {
@@ -25,7 +25,7 @@ func (s *Service) Handoff(ctx context.Context, a Actor, id, to uuid.UUID, raw st
 	if err != nil {
 		return Task{}, err
 	}
-	if err := s.mayTouch(ctx, a, snap, "team_handoff"); err != nil {
+	if err := s.mayMove(ctx, a, snap, to, "team_handoff"); err != nil {
 		return Task{}, err
 	}
 	receiver, err := s.activeAgent(ctx, a.Tenant.ID, to)
@@ -93,15 +93,18 @@ func (s *Service) Message(ctx context.Context, a Actor, to uuid.UUID, text strin
 }
 
 // Spawn creates an ephemeral AI employee for one task and hands it the
-// task: it reports to the caller, shares its department, may not create
-// agents, change its own skills or schedule tasks, and is retired when the
-// task ends. name may be empty (one is made up).
+// task: it reports to the caller, shares its department, holds at least
+// the caller's restrictions, may not create agents, change its own skills
+// or schedule tasks, and is retired when the task ends. name may be empty
+// (one is made up).
 func (s *Service) Spawn(ctx context.Context, a Actor, taskID uuid.UUID, name, role string) (identity.Agent, Task, error) {
 	snap, err := s.task(ctx, a, taskID)
 	if err != nil {
 		return identity.Agent{}, Task{}, err
 	}
-	if err := s.mayTouch(ctx, a, snap, "spawn_agent"); err != nil {
+	// The spawned employee reports to the caller: the task becomes the
+	// caller's, as if it took it.
+	if err := s.mayMove(ctx, a, snap, a.me(), "spawn_agent"); err != nil {
 		return identity.Agent{}, Task{}, err
 	}
 	if snap.Status.Terminal() {
@@ -132,7 +135,9 @@ func (s *Service) ephemeral(a Actor, name, role string) identity.NewAgent {
 	in := identity.NewAgent{Name: name, Role: role, Settings: identity.AgentSettings{Permissions: &identity.Permissions{
 		CanCreateAgents: &no, CanModifyOwnSkills: &no, CanScheduleTasks: &no}}}
 	if a.Agent != nil {
-		in.Department, in.ReportsTo = a.Agent.Department, a.Agent.ID
+		// Bounded by its creator: its department, under it, with at least
+		// its restrictions (identity.Agent.Bound).
+		in.Department, in.ReportsTo, in.Creator = a.Agent.Department, a.Agent.ID, a.Agent.ID
 	}
 	return in
 }

@@ -81,7 +81,8 @@ func (s *Service) related(ctx context.Context, a Actor, target uuid.UUID) (bool,
 	return s.rel.Related(ctx, a.Tenant.Settings.Delegation, a.Tenant.ID, a.me(), target)
 }
 
-// mayTouch is the rule of tasks_update, activity_post and team_handoff:
+// mayTouch is the rule of tasks_update, activity_post and team_handoff
+// (the last two through mayMove when the task changes hands):
 // the task's assignee, claimer or creator, or a delegation relationship
 // with its assignee; an unassigned, unclaimed task must be claimed first.
 func (s *Service) mayTouch(ctx context.Context, a Actor, t Task, what string) error {
@@ -125,6 +126,23 @@ func (s *Service) mayClaim(ctx context.Context, a Actor, t Task) error {
 		return nil
 	}
 	return s.viaHolder(ctx, a, t, "tasks_claim")
+}
+
+// mayMove is the one rule of every tool that gives a task a new assignee
+// (tasks_update's assignee, team_handoff, spawn_agent): the caller may
+// touch the task (mayTouch), and a task that would become the caller's own
+// (given to itself, or to an employee it spawns, which reports to it)
+// needs a delegation relationship with the assignee it is taken from
+// (mayTake). So a creator cannot take back work it gave an unrelated
+// employee, whichever tool it tries.
+func (s *Service) mayMove(ctx context.Context, a Actor, t Task, to uuid.UUID, what string) error {
+	if err := s.mayTouch(ctx, a, t, what); err != nil {
+		return err
+	}
+	if to != uuid.Nil && to == a.me() {
+		return s.mayTake(ctx, a, t)
+	}
+	return nil
 }
 
 // mayTake refuses taking another employee's task for oneself without a

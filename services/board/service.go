@@ -30,10 +30,13 @@ type Staff interface {
 	TrashAgent(ctx context.Context, tenantID, id uuid.UUID) (identity.Agent, error)
 }
 
-// TaskGrants ends the task-scoped grants of a finished task and announces
-// the change, so the tools leave the employees' lists (grants.Service).
+// TaskGrants ends the task-scoped grants of a finished task, and keeps the
+// grants a running goal's grant: tags hold for its assignee, announcing
+// each change so the tools follow in the employees' lists (grants.Service).
 type TaskGrants interface {
 	EndTask(ctx context.Context, tenantID, taskID uuid.UUID) error
+	// SyncGoal makes the goal's tag grants match its assignee and tags.
+	SyncGoal(ctx context.Context, tenantID, goalID, assignee uuid.UUID, tags []string) error
 }
 
 // RoundEnder ends rounds: it revokes the round tokens minted for a task,
@@ -166,6 +169,3 @@ func checkTags(tags []string) error {
 	}
 	return nil
 }
-
-// isRound reports whether p is a round token's principal.
-func isRound(p identity.Principal) bool { return strings.HasPrefix(p.CredentialID, "round:") }

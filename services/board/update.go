@@ -82,13 +82,12 @@ func (s *Service) checkChange(a Actor, c Change) error {
 
 // mayUpdate applies the record rules of tasks_update to the task as read.
 func (s *Service) mayUpdate(ctx context.Context, a Actor, t Task, c Change) error {
-	if err := s.mayTouch(ctx, a, t, "tasks_update"); err != nil {
-		return err
+	to := t.AssigneeID
+	if c.Assignee != nil {
+		to = *c.Assignee
 	}
-	if c.Assignee != nil && *c.Assignee == a.me() && a.me() != uuid.Nil {
-		if err := s.mayTake(ctx, a, t); err != nil {
-			return err
-		}
+	if err := s.mayMove(ctx, a, t, to, "tasks_update"); err != nil {
+		return err
 	}
 	if !a.unrestricted() && t.Kind == KindGoal && (c.Title != nil || c.Description != nil) {
 		return refuse("an AI employee cannot change the title or description of a goal; operators do")
@@ -188,6 +187,27 @@ func (s *Service) after(ctx context.Context, before, after Task) {
 		s.endRounds(ctx, after, uuid.Nil)
 	case before.AssigneeID != after.AssigneeID && before.AssigneeID != uuid.Nil:
 		s.endRounds(ctx, after, before.AssigneeID)
+	}
+	if after.Kind == KindGoal && !after.Status.Terminal() &&
+		(before.AssigneeID != after.AssigneeID || !slices.Equal(protectedOf(before.Tags), protectedOf(after.Tags))) {
+		s.syncGoal(ctx, after.TenantID, after.ID)
+	}
+}
+
+// syncGoal brings the grants of a running goal's grant: tags in line with
+// the goal as stored now (read again, so that of two changes committed
+// close together the later one's state wins whichever sync runs last). A
+// failure is logged: the change itself is committed.
+func (s *Service) syncGoal(ctx context.Context, tenantID, goalID uuid.UUID) {
+	if s.grant == nil {
+		return
+	}
+	g, err := s.store.Task(ctx, tenantID, goalID)
+	if err == nil && !g.Status.Terminal() {
+		err = s.grant.SyncGoal(ctx, tenantID, g.ID, g.AssigneeID, g.Tags)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "sync the grants of a goal's tags", "tenant", tenantID, "goal", goalID, "err", err)
 	}
 }
 

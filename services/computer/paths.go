@@ -1,6 +1,7 @@
 package computer
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -11,11 +12,15 @@ import (
 const (
 	MaxPathDepth = 4
 	MaxPathBytes = 512
+	// MaxSegmentBytes caps one segment (a file or folder name) at what
+	// common file systems store (ext4, XFS, APFS: 255 bytes), so a name
+	// the store accepts can be written to disk and exported.
+	MaxSegmentBytes = 255
 )
 
 // CheckPath checks a workspace file path: relative, at most MaxPathDepth
-// levels, each segment made of letters, digits, inner spaces and
-// -_.()（） only, and no segment that is "." or "..".
+// levels, each segment of at most MaxSegmentBytes made of letters, digits,
+// inner spaces and -_.()（） only, and no segment that is "." or "..".
 func CheckPath(p string) error {
 	bad := func(why string) error {
 		return fault.New(fault.Invalid, "path %s; paths are relative, at most %d levels, of letters, digits, inner spaces and -_.()（） only", why, MaxPathDepth)
@@ -35,6 +40,8 @@ func CheckPath(p string) error {
 			return bad("may not contain . or .. segments")
 		case s[0] == ' ' || s[len(s)-1] == ' ':
 			return bad("has a segment that starts or ends with a space")
+		case len(s) > MaxSegmentBytes:
+			return bad(fmt.Sprintf("has a segment longer than %d bytes", MaxSegmentBytes))
 		}
 		for _, r := range s {
 			if !pathRune(r) {

@@ -10,12 +10,14 @@ import (
 )
 
 func TestCheckPath(t *testing.T) {
-	good := []string{"a", "notes.txt", "a/b/c/d.md", "My Notes (v2).txt", "報告（最終）.md", "x_y-z.1"}
+	good := []string{"a", "notes.txt", "a/b/c/d.md", "My Notes (v2).txt", "報告（最終）.md", "x_y-z.1",
+		strings.Repeat("a", MaxSegmentBytes), "a/" + strings.Repeat("報", 85)}
 	for _, p := range good {
 		require.NoError(t, CheckPath(p), p)
 	}
 	bad := []string{"", "/abs", "a/b/c/d/e", "../x", "a/./b", "a//b", "a/", " lead", "trail ", "a\\b", "semi;colon",
-		"tab\tx", "new\nline", "q\"uote", "star*", strings.Repeat("a", 513), "a/../b", "~home", "$HOME"}
+		"tab\tx", "new\nline", "q\"uote", "star*", strings.Repeat("a", 513), "a/../b", "~home", "$HOME",
+		strings.Repeat("a", MaxSegmentBytes+1), "a/" + strings.Repeat("報", 86)}
 	for _, p := range bad {
 		require.True(t, fault.Is(CheckPath(p), fault.Invalid), "%q must be refused", p)
 	}

@@ -19,11 +19,30 @@ type NewAgent struct {
 	Role        string
 	BudgetCents int64
 	Settings    AgentSettings
+	// Creator is the AI employee creating this one (create_agent,
+	// spawn_agent), whose authority bounds it (Agent.Bound); uuid.Nil
+	// when an operator or a member creates it.
+	Creator uuid.UUID
 }
 
 // CreateAgent validates and creates an agent. A name held by any agent of
-// the tenant, trashed ones included, is fault.Conflict.
+// the tenant, trashed ones included, is fault.Conflict. An agent created by
+// another (in.Creator) is bounded by its creator as stored now, whatever a
+// caller's cached copy says: fault.Forbidden when in asks for more
+// (Agent.Bound), fault.NotFound when the creator is gone.
 func (s *Service) CreateAgent(ctx context.Context, tenantID uuid.UUID, in NewAgent) (Agent, error) {
+	if in.Creator != uuid.Nil {
+		creator, err := s.store.Agent(ctx, tenantID, in.Creator)
+		if err != nil {
+			return Agent{}, err
+		}
+		if creator.Status != AgentActive {
+			return Agent{}, fault.New(fault.NotFound, "the creating AI employee %s is in the trash", creator.Name)
+		}
+		if in, err = creator.Bound(in); err != nil {
+			return Agent{}, err
+		}
+	}
 	a := Agent{
 		ID: uuid.New(), TenantID: tenantID, Name: strings.TrimSpace(in.Name), Department: in.Department,
 		ReportsTo: in.ReportsTo, Role: in.Role, BudgetCents: in.BudgetCents, Settings: in.Settings,

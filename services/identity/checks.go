@@ -136,7 +136,3 @@ func (p Principal) CheckMemberChange(c MemberChange) error {
 	}
 	return nil
 }
-
-// SessionPrefix starts the credential id of a member's dashboard session;
-// the rest names the session (the hex of the first 8 bytes of its hash).
-const SessionPrefix = "session:"

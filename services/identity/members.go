@@ -152,8 +152,8 @@ func (s *Service) DeleteMember(ctx context.Context, by Principal, tenantID, id u
 // keptSession is the session of member id that a change by by leaves
 // alone: by's own, when by is that member signed in.
 func keptSession(by Principal, id uuid.UUID) string {
-	if by.MemberID == id && strings.HasPrefix(by.CredentialID, SessionPrefix) {
-		return strings.TrimPrefix(by.CredentialID, SessionPrefix)
+	if c := by.Credential(); by.MemberID == id && c.Kind == CredentialSession {
+		return c.ID
 	}
 	return ""
 }

@@ -35,7 +35,7 @@ type Store interface {
 	// that bumps the policy version, which it returns.
 	DeleteMember(ctx context.Context, tenantID, id uuid.UUID) (int64, error)
 	// EndSessions ends the member's dashboard sessions except the one
-	// named keep (see SessionPrefix; "" ends all).
+	// named keep (a CredentialSession ID; "" ends all).
 	EndSessions(ctx context.Context, tenantID, memberID uuid.UUID, keep string) error
 
 	// CreateAgent inserts a; a name already held by any agent of the tenant,

@@ -35,11 +35,11 @@ func (e *HeldError) Error() string {
 // characters (or, for a flagged one, only a notice), whether the scan
 // flagged it, and where to answer.
 type PushBody struct {
-	Type           string       `json:"type"`
-	ID             uuid.UUID    `json:"id"`
-	Tenant         string       `json:"tenant"`
-	Responsibility PushDuty     `json:"responsibility"`
-	Question       PushQuestion `json:"question"`
+	Type           string             `json:"type"`
+	ID             uuid.UUID          `json:"id"`
+	Tenant         string             `json:"tenant"`
+	Responsibility PushResponsibility `json:"responsibility"`
+	Question       PushQuestion       `json:"question"`
 	// AnswerURL is the admin API route that answers the question;
 	// DashboardURL the responsibility's page, with its open questions and
 	// their answer forms.
@@ -47,8 +47,8 @@ type PushBody struct {
 	DashboardURL string `json:"dashboard_url"`
 }
 
-// PushDuty names the responsibility that asked.
-type PushDuty struct {
+// PushResponsibility names the responsibility that asked.
+type PushResponsibility struct {
 	ID      uuid.UUID `json:"id"`
 	Name    string    `json:"name"`
 	AgentID uuid.UUID `json:"agent_id"`
@@ -77,7 +77,7 @@ func (s *Service) pushBody(t NoticeTarget) PushBody {
 	q, r := t.Question, t.Responsibility
 	shown := ShowQuestion(q)
 	b := PushBody{Type: PushType, ID: t.Notice.ID, Tenant: t.TenantSlug,
-		Responsibility: PushDuty{ID: r.ID, Name: r.Name, AgentID: r.AgentID},
+		Responsibility: PushResponsibility{ID: r.ID, Name: r.Name, AgentID: r.AgentID},
 		Question:       PushQuestion{ID: q.ID, Flagged: len(shown.Flags) > 0, Flags: shown.Flags, Warning: shown.Warning, ExpiresAt: q.DueAt},
 		AnswerURL:      s.notifier.BaseURL + "/api/v1/tenants/" + url.PathEscape(t.TenantSlug) + "/questions/" + q.ID.String() + "/answer",
 		DashboardURL:   s.notifier.BaseURL + "/t/" + url.PathEscape(t.TenantSlug) + "/dashboard/responsibilities/" + r.ID.String()}

@@ -1,5 +1,5 @@
-// Package responsibilities holds continuous responsibilities: standing
-// duties of one AI employee, set up and changed only by operators. A
+// Package responsibilities holds continuous responsibilities: the standing
+// work of one AI employee, set up and changed only by operators. A
 // responsibility wakes its employee for runs (on its schedule, a due
 // follow-up, an answered question or a subscribed board event); inside a
 // run the employee may arm one follow-up or ask one question, within the
@@ -29,7 +29,7 @@ const (
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return s == Active || s == Paused || s == Stopped }
 
-// Responsibility is one standing duty of one AI employee.
+// Responsibility is one standing responsibility of one AI employee.
 type Responsibility struct {
 	ID       uuid.UUID `json:"id"`
 	TenantID uuid.UUID `json:"-"`

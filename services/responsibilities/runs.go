@@ -190,8 +190,8 @@ func (s *Service) plan(r Responsibility, w Wake, now time.Time) *RunPlan {
 	task := board.Task{ID: uuid.New(), TenantID: r.TenantID, Kind: board.KindTask,
 		Title:       truncate(fmt.Sprintf("%s: run of %s", r.Name, now.UTC().Format("2006-01-02 15:04")), 200),
 		Description: truncate(r.Charter, 4000), Status: board.Open, AssigneeID: r.AgentID, CreatorKind: board.BySystem,
-		CreatedBy: "responsibility:" + r.ID.String(), Origin: board.FromDuty, OriginID: r.ID, Tags: []string{}}
-	wake := rounds.New(r.TenantID, r.AgentID, task.ID, rounds.Duty, w.Data...)
+		CreatedBy: "responsibility:" + r.ID.String(), Origin: board.FromResponsibility, OriginID: r.ID, Tags: []string{}}
+	wake := rounds.New(r.TenantID, r.AgentID, task.ID, rounds.Responsibility, w.Data...)
 	run := Run{ID: uuid.New(), TenantID: r.TenantID, ResponsibilityID: r.ID, TaskID: task.ID, Epoch: r.Epoch,
 		Reason: w.Reason, OpenedAt: now}
 	return &RunPlan{Run: run, Task: task, Wakeup: wake}

@@ -31,13 +31,16 @@ func (s *Service) Register(reg *tools.Registry) {
 		Params:      []tools.Param{{Name: "responsibility_id", Type: "string", Description: "Id of one responsibility; omit to list yours."}},
 		Annotations: tools.Annotations{Title: "Get responsibility", ReadOnly: true, OpenWorld: ptr(false)}})
 	arm.Title = "Arm follow-up"
-	add(tools.Tool{Name: "responsibility_followup", Handler: s.toolFollowup,
+	// The two arming tools act for the calling employee inside its own run
+	// (ProcessAgent): the policy hides them from every other caller, which
+	// each call would refuse.
+	add(tools.Tool{Name: "responsibility_followup", Handler: s.toolFollowup, ProcessAgent: true,
 		Description: "Wake yourself once at due_at, from inside your open run of an active responsibility. Counts toward the window's limits; one live follow-up or question at a time; never moved.",
 		Params: []tools.Param{pID,
 			{Name: "due_at", Type: "string", Required: true, Description: "RFC 3339; at least min_wake_interval_secs from now, not after stop_at."}},
 		Annotations: arm})
 	arm.Title = "Ask operator"
-	add(tools.Tool{Name: "responsibility_ask", Handler: s.toolAsk,
+	add(tools.Tool{Name: "responsibility_ask", Handler: s.toolAsk, ProcessAgent: true,
 		Description: "Ask the operators one question from inside your open run; the answer wakes your next run as data and grants nothing. One live follow-up or question at a time.",
 		Params: []tools.Param{pID,
 			{Name: "question", Type: "string", Required: true, Description: "The question, 1-1,000 characters."},

@@ -37,9 +37,39 @@ func TestToolsListedOnlyWhileEnabledAndNeverToExternals(t *testing.T) {
 		}
 		d := reg.Decide(with(f.ext, true), tl, map[string]any{})
 		require.False(t, d.Visible(), "%s is never listed to an external client", name)
-		for who, sub := range map[string]*tools.Subject{"employee": f.ada, "operator": f.op} {
-			require.True(t, reg.Decide(with(sub, true), tl, map[string]any{}).Allowed, "%s as %s while on", name, who)
-		}
+		require.True(t, reg.Decide(with(f.ada, true), tl, map[string]any{}).Allowed, "%s as an employee while on", name)
+	}
+	require.True(t, reg.Decide(with(f.op, true), mustGet(t, reg, "responsibility_get"), map[string]any{}).Allowed, "operators read responsibilities")
+}
+
+func mustGet(t *testing.T, reg *tools.Registry, name string) *tools.Tool {
+	t.Helper()
+	tl, ok := reg.Get(name)
+	require.True(t, ok, name)
+	return tl
+}
+
+// TestAnOperatorListsNoToolItMayNeverCall: what a caller lists is what it
+// may call. responsibility_followup and responsibility_ask act for the
+// calling AI employee inside its own run, so the one policy hides them
+// from an operator key (which every such call would refuse) instead of
+// listing them and refusing each call.
+func TestAnOperatorListsNoToolItMayNeverCall(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	reg := tools.NewRegistry()
+	f.svc.Register(reg)
+	op := *f.op
+	op.Tenant.Settings.Responsibilities = true
+	var listed []string
+	for _, tl := range reg.Visible(&op) {
+		listed = append(listed, tl.Name)
+	}
+	require.Equal(t, []string{"responsibility_get"}, listed)
+	for _, name := range []string{"responsibility_followup", "responsibility_ask"} {
+		d := reg.Decide(&op, mustGet(t, reg, name), map[string]any{})
+		require.False(t, d.Allowed, name)
+		require.Equal(t, tools.EventCapabilityDenied, d.Event, name)
 	}
 }
 

@@ -60,7 +60,7 @@ func why(r Reason) string {
 		return "A task of yours was unblocked."
 	case Handoff:
 		return "A task was handed off to you: the hand-off packet is in data."
-	case Duty:
+	case Responsibility:
 		return "A run of one of your responsibilities opened: the task this round names is the run's; anything an operator wrote is in data."
 	}
 	return "You were woken for a task."

@@ -29,14 +29,14 @@ const (
 	Assigned  Reason = "assigned"  // a task was assigned to the employee
 	Unblocked Reason = "unblocked" // a blocked task of the employee was unblocked
 	Handoff   Reason = "handoff"   // a task was handed off to the employee with a TaskPacket
-	// Duty is a run of one of the employee's continuous responsibilities.
-	Duty Reason = "responsibility"
+	// Responsibility is a run of one of the employee's continuous responsibilities.
+	Responsibility Reason = "responsibility"
 )
 
 // Valid reports whether r is a known reason.
 func (r Reason) Valid() bool {
 	switch r {
-	case Routine, Reminder, Message, Assigned, Unblocked, Handoff, Duty:
+	case Routine, Reminder, Message, Assigned, Unblocked, Handoff, Responsibility:
 		return true
 	}
 	return false

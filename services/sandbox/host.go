@@ -64,7 +64,8 @@ func (h HostRunner) Run(ctx context.Context, p Program) (Result, error) {
 	case err = <-done:
 	case <-timer.C:
 		kill()
-		err, res.TimedOut = <-done, true
+		err = <-done
+		res.StopAtTimeout()
 	case <-ctx.Done():
 		kill()
 		<-done
@@ -73,7 +74,7 @@ func (h HostRunner) Run(ctx context.Context, p Program) (Result, error) {
 	kill() // whatever the script left running in its group
 	res.Duration = time.Since(start)
 	var exit *exec.ExitError
-	if errors.As(err, &exit) {
+	if errors.As(err, &exit) && !res.TimedOut {
 		res.ExitCode = exit.ExitCode()
 	}
 	res.Output, res.Cut = out.Reply()

@@ -44,6 +44,7 @@ type Answer struct {
 	Cut       bool   `json:"cut,omitempty"`
 	ExitCode  int    `json:"exit_code"`
 	TimedOut  bool   `json:"timed_out,omitempty"`
+	Signal    string `json:"signal,omitempty"` // the signal that stopped it at its timeout
 	OOMKilled bool   `json:"oom_killed,omitempty"`
 	RunMS     int64  `json:"run_ms"`
 	WaitedMS  int64  `json:"waited_ms"`
@@ -56,7 +57,7 @@ type Answer struct {
 
 // Result returns the answer as a Result.
 func (a Answer) Result() Result {
-	return Result{Output: a.Output, Cut: a.Cut, ExitCode: a.ExitCode, TimedOut: a.TimedOut, OOMKilled: a.OOMKilled,
+	return Result{Output: a.Output, Cut: a.Cut, ExitCode: a.ExitCode, TimedOut: a.TimedOut, Signal: a.Signal, OOMKilled: a.OOMKilled,
 		Duration: time.Duration(a.RunMS) * time.Millisecond, Waited: time.Duration(a.WaitedMS) * time.Millisecond}
 }
 
@@ -94,7 +95,7 @@ func Handler(runner, host Runner) plane.Handler {
 			return nil, err
 		}
 		res.Waited += onPlane
-		a.Output, a.Cut, a.ExitCode, a.TimedOut, a.OOMKilled = res.Output, res.Cut, res.ExitCode, res.TimedOut, res.OOMKilled
+		a.Output, a.Cut, a.ExitCode, a.TimedOut, a.Signal, a.OOMKilled = res.Output, res.Cut, res.ExitCode, res.TimedOut, res.Signal, res.OOMKilled
 		a.RunMS, a.WaitedMS = res.Duration.Milliseconds(), res.Waited.Milliseconds()
 		return json.Marshal(a)
 	}

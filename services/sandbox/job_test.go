@@ -90,6 +90,8 @@ func TestHostRunnerKeepsTheTimeoutAndCaps(t *testing.T) {
 	res, err := h.Run(context.Background(), sandbox.Program{RunID: uuid.New(), Language: sandbox.Shell, Source: "sleep 30 & sleep 30", Timeout: time.Second})
 	require.NoError(t, err)
 	require.True(t, res.TimedOut)
+	require.Equal(t, sandbox.TimeoutExitCode, res.ExitCode, "killed at its timeout, never exit code 0 or -1")
+	require.Equal(t, sandbox.TimeoutSignal, res.Signal)
 	require.Less(t, time.Since(start), 5*time.Second)
 	res, err = h.Run(context.Background(), sandbox.Program{RunID: uuid.New(), Language: sandbox.Python, Source: "import sys\nsys.stdout.write('x' * (3 << 20))", Timeout: 10 * time.Second})
 	require.NoError(t, err)

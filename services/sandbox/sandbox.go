@@ -83,10 +83,25 @@ type Result struct {
 	Output    string
 	Cut       bool // the script wrote more than ReplyCap bytes
 	ExitCode  int
-	TimedOut  bool // killed at its timeout
-	OOMKilled bool // killed for using more than its memory
+	TimedOut  bool   // killed at its timeout (StopAtTimeout)
+	Signal    string // the signal that stopped it at its timeout, "" otherwise
+	OOMKilled bool   // killed for using more than its memory
 	Duration  time.Duration
 	Waited    time.Duration // time spent queued behind a concurrency cap
+}
+
+// The signal a run is stopped with at its timeout, and the exit code a
+// shell reports for a process that signal killed (128 + 9).
+const (
+	TimeoutSignal   = "SIGKILL"
+	TimeoutExitCode = 128 + 9
+)
+
+// StopAtTimeout records that the run was killed at its timeout: whatever
+// the engine or the process reported, it did not exit on its own, so it
+// never reads as exit code 0.
+func (r *Result) StopAtTimeout() {
+	r.TimedOut, r.Signal, r.ExitCode = true, TimeoutSignal, TimeoutExitCode
 }
 
 // Note is a sentence for the caller about how the run ended, or "" for a
@@ -95,7 +110,8 @@ func (r Result) Note() string {
 	var note string
 	switch {
 	case r.TimedOut:
-		note = fmt.Sprintf("The script was stopped at its timeout after %s.", r.Duration.Round(time.Millisecond))
+		note = fmt.Sprintf("The script was stopped at its timeout after %s: killed with %s (exit code %d).",
+			r.Duration.Round(time.Millisecond), TimeoutSignal, TimeoutExitCode)
 	case r.OOMKilled:
 		note = "The script was stopped: it ran out of memory (2 GiB)."
 	}

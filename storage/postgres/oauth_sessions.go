@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/credentials"
+	"github.com/visorhq/visor/services/fault"
 )
 
 // CreateSession stores a member session by the hash of its cookie value.
@@ -34,15 +35,33 @@ func (s *CredentialStore) DeleteSession(ctx context.Context, idHash []byte) erro
 
 const roundCols = `tenant_id, id, agent_id, task_id, scopes, secret_hash, created_at, expires_at, revoked_at`
 
-// CreateRoundToken stores a round token by the hash of its secret.
+// CreateRoundToken stores a round token by the hash of its secret, only
+// while its task is one of the tenant's and unfinished: fault.NotFound for
+// an unknown task (another tenant's included), fault.Conflict for a done
+// or cancelled one. The task row is share-locked for the insert, so a task
+// finishing at the same moment either waits for the token (and its end
+// revokes it) or is seen finished here.
 func (s *CredentialStore) CreateRoundToken(ctx context.Context, r *credentials.RoundToken) error {
 	if r.Scopes == nil {
 		r.Scopes = []string{}
 	}
-	err := s.q(ctx).QueryRow(ctx, `INSERT INTO round_tokens (tenant_id, id, agent_id, task_id, scopes, secret_hash, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`, r.TenantID, r.ID, r.AgentID, r.TaskID, r.Scopes, r.SecretHash, r.ExpiresAt).
-		Scan(&r.CreatedAt)
-	return mapErr(err, "round token")
+	var status *string
+	var created *time.Time
+	err := s.q(ctx).QueryRow(ctx, `WITH t AS (SELECT status FROM tasks WHERE tenant_id = $1 AND id = $4 FOR SHARE),
+		ins AS (INSERT INTO round_tokens (tenant_id, id, agent_id, task_id, scopes, secret_hash, expires_at)
+			SELECT $1, $2, $3, $4, $5, $6, $7 FROM t WHERE t.status NOT IN ('done', 'cancelled') RETURNING created_at)
+		SELECT (SELECT status FROM t), (SELECT created_at FROM ins)`,
+		r.TenantID, r.ID, r.AgentID, r.TaskID, r.Scopes, r.SecretHash, r.ExpiresAt).Scan(&status, &created)
+	switch {
+	case err != nil:
+		return mapErr(err, "round token")
+	case status == nil:
+		return fault.New(fault.NotFound, "no task of this tenant has id %s", r.TaskID)
+	case created == nil:
+		return fault.New(fault.Conflict, "task %s is %s; a round token is minted only for unfinished work", r.TaskID, *status)
+	}
+	r.CreatedAt = *created
+	return nil
 }
 
 // RoundToken returns the tenant's round token with id.

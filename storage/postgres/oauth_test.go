@@ -24,7 +24,7 @@ func credSetup(t *testing.T) (twoTenants, *postgres.CredentialStore, identity.Me
 	store := postgres.NewIdentityStore(db)
 	svc := identity.NewService(store, changes.Discard{}, discardLogger())
 	ctx := context.Background()
-	s := twoTenants{svc: svc, store: store}
+	s := twoTenants{db: db, svc: svc, store: store}
 	var err error
 	s.a, err = svc.CreateTenant(ctx, "acme", "Acme")
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestSessionRoundTokenAndCleanup(t *testing.T) {
 	_, err = cs.SessionByHash(ctx, old.IDHash, now)
 	require.True(t, fault.Is(err, fault.NotFound), "expired sessions do not resolve")
 
-	rt := credentials.RoundToken{TenantID: s.a.ID, ID: uuid.New(), AgentID: s.agentA.ID, TaskID: uuid.New(), SecretHash: []byte("h"),
+	rt := credentials.RoundToken{TenantID: s.a.ID, ID: uuid.New(), AgentID: s.agentA.ID, TaskID: pgtest.Task(t, s.db, s.a.ID), SecretHash: []byte("h"),
 		ExpiresAt: now.Add(-48 * time.Hour)}
 	require.NoError(t, cs.CreateRoundToken(ctx, &rt))
 	_, err = cs.RoundToken(ctx, s.b.ID, rt.ID)

@@ -19,7 +19,7 @@ import (
 type ResponsibilityStore struct {
 	db    *DB
 	queue JobQueue
-	jobs  DutyJobs
+	jobs  ResponsibilityJobs
 }
 
 var _ responsibilities.Store = (*ResponsibilityStore)(nil)

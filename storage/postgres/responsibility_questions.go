@@ -13,9 +13,9 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 )
 
-// DutyJobs arms and cancels the worker jobs of responsibility wake-ups in
-// the transaction of the change that causes them (worker.DutyJobs).
-type DutyJobs interface {
+// ResponsibilityJobs arms and cancels the worker jobs of responsibility wake-ups in
+// the transaction of the change that causes them (worker.ResponsibilityJobs).
+type ResponsibilityJobs interface {
 	// ArmWakeupTx enqueues the job of a follow-up or question at its due
 	// time.
 	ArmWakeupTx(ctx context.Context, tx pgx.Tx, w responsibilities.Wakeup) error
@@ -30,7 +30,7 @@ type DutyJobs interface {
 
 // SetJobs sets where wake-up jobs are armed and cancelled. Without it no
 // job is armed (a store used only to read).
-func (s *ResponsibilityStore) SetJobs(j DutyJobs) { s.jobs = j }
+func (s *ResponsibilityStore) SetJobs(j ResponsibilityJobs) { s.jobs = j }
 
 var _ responsibilities.QuestionStore = (*ResponsibilityStore)(nil)
 var _ responsibilities.ScheduleStore = (*ResponsibilityStore)(nil)

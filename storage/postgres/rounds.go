@@ -216,8 +216,14 @@ func (s *RoundsStore) Requeue(ctx context.Context, tenantID, id uuid.UUID) (w ro
 func (s *RoundsStore) Claim(ctx context.Context, tenantID, agentID uuid.UUID, max int, token func(rounds.Wakeup) credentials.RoundToken) (ws []rounds.Wakeup, err error) {
 	defer fault.Wrap(&err, "hand out wake-ups")
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+wakeupCols+` FROM wakeups w WHERE w.tenant_id = $1 AND w.agent_id = $2 AND w.state = 'ready'
-			ORDER BY w.created_at LIMIT $3 FOR UPDATE SKIP LOCKED`, tenantID, agentID, max)
+		// The task is share-locked with its wake-up, so it cannot finish
+		// (and end its rounds) before the round token below is stored; a
+		// task finishing right now is skipped, and its end cancels the
+		// wake-up.
+		rows, err := tx.Query(ctx, `SELECT `+wakeupCols+` FROM wakeups w
+			JOIN tasks t ON t.tenant_id = w.tenant_id AND t.id = w.task_id
+			WHERE w.tenant_id = $1 AND w.agent_id = $2 AND w.state = 'ready' AND t.status NOT IN ('done', 'cancelled')
+			ORDER BY w.created_at LIMIT $3 FOR UPDATE OF w SKIP LOCKED FOR SHARE OF t SKIP LOCKED`, tenantID, agentID, max)
 		if err != nil {
 			return err
 		}

@@ -31,6 +31,7 @@ type oauthFixture struct {
 	agentA, agentB identity.Agent
 	ids            *identity.Service
 	creds          *postgres.CredentialStore
+	db             *postgres.DB
 	tenantA        identity.Tenant
 }
 
@@ -53,7 +54,7 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
 	adm.Add(api.NewOAuthClients(as, creds), api.NewRoundTokens(rounds, creds))
 	adm.Register(e)
-	f := &oauthFixture{t: t, srv: httptest.NewServer(e), ids: ids, creds: creds}
+	f := &oauthFixture{t: t, srv: httptest.NewServer(e), ids: ids, creds: creds, db: db}
 	t.Cleanup(f.srv.Close)
 	for _, x := range []struct {
 		slug  string
@@ -121,17 +122,20 @@ func TestRoundTokensAPI(t *testing.T) {
 	t.Parallel()
 	f := newOAuthFixture(t)
 	var rt api.RoundToken
-	body := `{"task_id":"6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10","ttl_seconds":600}`
+	task := pgtest.Task(t, f.db, f.tenantA.ID)
+	body := `{"task_id":"` + task.String() + `","ttl_seconds":600}`
 	status := f.do(http.MethodPost, "/api/v1/tenants/acme/agents/"+f.agentA.ID.String()+"/round-tokens", f.keyA, body, &rt)
 	require.Equal(t, http.StatusCreated, status)
 	require.True(t, strings.HasPrefix(rt.Token, "vsr_"))
-	require.Equal(t, "6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10", rt.TaskID.String())
+	require.Equal(t, task, rt.TaskID)
 
-	// Another tenant's agent, a missing task, a bad TTL.
+	// Another tenant's agent, a missing task, an unknown task, a bad TTL.
 	require.Equal(t, http.StatusNotFound, f.do(http.MethodPost, "/api/v1/tenants/acme/agents/"+f.agentB.ID.String()+"/round-tokens", f.keyA, body, nil))
 	require.Equal(t, http.StatusBadRequest, f.do(http.MethodPost, "/api/v1/tenants/acme/agents/"+f.agentA.ID.String()+"/round-tokens", f.keyA, `{}`, nil))
+	require.Equal(t, http.StatusNotFound, f.do(http.MethodPost, "/api/v1/tenants/acme/agents/"+f.agentA.ID.String()+"/round-tokens", f.keyA,
+		`{"task_id":"6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10","ttl_seconds":600}`, nil))
 	require.Equal(t, http.StatusBadRequest, f.do(http.MethodPost, "/api/v1/tenants/acme/agents/"+f.agentA.ID.String()+"/round-tokens", f.keyA,
-		`{"task_id":"6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10","ttl_seconds":999999}`, nil))
+		`{"task_id":"`+task.String()+`","ttl_seconds":999999}`, nil))
 
 	require.Equal(t, http.StatusNotFound, f.do(http.MethodDelete, "/api/v1/tenants/globex/round-tokens/"+rt.ID.String(), f.keyB, "", nil))
 	// The round token authenticates (and is cached) until it is revoked;

@@ -110,7 +110,7 @@ var tagDescriptions = map[string]string{
 	"audit":            "The append-only record of tool calls, refusals and operator actions.",
 	"board":            "The task board: tasks, goals, routines and reminders.",
 	"settings":         "Tenant settings.",
-	"responsibilities": "Standing duties of AI employees: their schedules, windows and caps, runs, skipped wake-ups, and the questions they ask operators.",
+	"responsibilities": "The standing work of AI employees: their schedules, windows and caps, runs, skipped wake-ups, and the questions they ask operators.",
 	"runtime":          "Where AI employees' wake-ups are pushed (signed webhooks), and the wake-ups themselves with their dead letters.",
 }
 

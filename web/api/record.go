@@ -19,11 +19,9 @@ import (
 	"github.com/visorhq/visor/services/identity"
 )
 
-// EventOperatorAction is the event type of an operator action's audit row.
-const EventOperatorAction = "operator_action"
-
 // Changes reports whether an operation changes state, and so is recorded
-// in the audit trail: every method but GET and HEAD.
+// in the audit trail whatever its outcome: every method but GET and HEAD.
+// A read is recorded only when it is refused.
 func (op Operation) Changes() bool {
 	return op.Method != http.MethodGet && op.Method != http.MethodHead
 }
@@ -39,12 +37,18 @@ func (op Operation) Changes() bool {
 // its result is withheld (as for a tool call); the row of a refused or
 // rejected request that cannot be written is logged, and the refusal
 // answered.
+// A read (GET) is recorded only when it is refused (401 or 403 for a known
+// principal), as a refused change is: the refusal is the error authorize
+// returns, so its row is written before the error is answered.
 // Unauthenticated requests are not recorded: nobody outside a tenant can
 // write into its trail.
 func (a *API) record(op Operation) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if a.audit == nil || !op.Changes() {
+		if a.audit == nil {
 			return next
+		}
+		if !op.Changes() {
+			return a.recordRefusal(op, next)
 		}
 		return func(c echo.Context) error {
 			p, ok := identity.PrincipalFrom(c.Request().Context())
@@ -96,7 +100,29 @@ func (a *API) record(op Operation) echo.MiddlewareFunc {
 	}
 }
 
-// operatorRow builds the audit row of one operator request.
+// recordRefusal runs a read and records it only when it is refused.
+func (a *API) recordRefusal(op Operation, next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, ok := identity.PrincipalFrom(c.Request().Context())
+		err := next(c)
+		if !ok || err == nil {
+			return err
+		}
+		status, msg := statusOf(err)
+		if audit.OutcomeOf(status) != audit.OutcomeRefused {
+			return err
+		}
+		if e := a.operatorRow(c, op, p, nil, nil, status, msg); e.TenantID != uuid.Nil {
+			ctx := context.WithoutCancel(c.Request().Context())
+			if rerr := a.audit.Record(ctx, e); rerr != nil {
+				a.log.ErrorContext(ctx, "refused read not recorded in the audit trail", "action", e.Action, "object", e.Object, "err", rerr)
+			}
+		}
+		return err
+	}
+}
+
+// operatorRow builds the audit row of one operator request (audit.Operator).
 func (a *API) operatorRow(c echo.Context, op Operation, p identity.Principal, body, answer []byte, status int, msg string) audit.Entry {
 	// The row goes to the caller's own tenant; the platform token's, to
 	// the tenant it addresses. A credential of one tenant addressing
@@ -111,26 +137,8 @@ func (a *API) operatorRow(c echo.Context, op Operation, p identity.Principal, bo
 	if tenantID == uuid.Nil && op.Path == "/tenants" && status/100 == 2 {
 		tenantID, _ = uuid.Parse(created) // a new tenant's first row is its creation
 	}
-	change, digest := audit.MaskedChange(body)
-	return audit.Entry{
-		ID: audit.NewID(), TenantID: tenantID, PrincipalKind: string(p.Kind), PrincipalID: audit.Clean(p.ID()),
-		ArgsDigest: digest, Outcome: outcomeOf(status), Code: int64(status),
-		Event: EventOperatorAction, Message: audit.Clean(msg), At: time.Now(), Source: audit.SourceAdminAPI,
-		Action: op.ID, Object: audit.Clean(objectOf(c, op, created)), Change: change,
-	}
-}
-
-// outcomeOf names how a request ended from its status.
-func outcomeOf(status int) string {
-	switch {
-	case status < 400:
-		return audit.OutcomeOK
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return audit.OutcomeRefused
-	case status < 500:
-		return audit.OutcomeRejected
-	}
-	return audit.OutcomeFailed
+	return audit.Operator{TenantID: tenantID, Source: audit.SourceAdminAPI, PrincipalKind: string(p.Kind), PrincipalID: p.ID(),
+		Action: op.ID, Object: objectOf(c, op, created), Body: body, Status: status, Message: msg}.Row()
 }
 
 // statusOf is the status and message ErrorHandler answers err with.

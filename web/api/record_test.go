@@ -63,6 +63,55 @@ func TestOperatorRowsStayInTheCallersTenant(t *testing.T) {
 	require.Len(t, trail.Entries(), 1, "another tenant's credential wrote into acme's trail")
 }
 
+// TestARefusedReadIsAuditedAsARefusedWriteIs: a read the authority matrix
+// refuses leaves a refused row in the caller's trail, like a refused
+// change; a read let through leaves none.
+func TestARefusedReadIsAuditedAsARefusedWriteIs(t *testing.T) {
+	acme := identity.Tenant{ID: uuid.New(), Slug: "acme"}
+	var as identity.Principal
+	authn := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx := auth.WithTenant(c.Request().Context(), acme)
+			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(ctx, as)))
+			return next(c)
+		}
+	}
+	trail := &audit.Memory{}
+	e := echo.New()
+	e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.DiscardHandler))
+	adm := api.New(api.Deps{Authenticate: authn, Audit: trail, Logger: slog.New(slog.DiscardHandler)})
+	adm.Add(readable{})
+	adm.Register(e)
+	get := func() int {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/tenants/acme/gadgets", nil))
+		return rec.Code
+	}
+
+	as = identity.Principal{Kind: identity.KindOperator, TenantID: acme.ID, CredentialID: "key:k1", Scopes: []string{identity.ScopeToolsRead}}
+	require.Equal(t, 403, get())
+	rows := trail.Entries()
+	require.Len(t, rows, 1, "a refused read leaves a row")
+	require.Equal(t, acme.ID, rows[0].TenantID)
+	require.Equal(t, audit.OutcomeRefused, rows[0].Outcome)
+	require.Equal(t, "listGadgets", rows[0].Action)
+	require.Equal(t, int64(403), rows[0].Code)
+	require.Equal(t, audit.SourceAdminAPI, rows[0].Source)
+
+	as.Scopes = []string{identity.ScopeAdminRead}
+	require.Equal(t, 200, get())
+	require.Len(t, trail.Entries(), 1, "a read let through leaves no row")
+}
+
+// readable is a resource with one read.
+type readable struct{}
+
+func (readable) Operations() []api.Operation {
+	return []api.Operation{{Method: http.MethodGet, Path: "/tenants/:tenant/gadgets", ID: "listGadgets", Tag: "test",
+		Needs: identity.ReadTenant, Summary: "list gadgets",
+		Handler: func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"gadgets": []string{}}) }}}
+}
+
 // failingTrail is an audit trail that cannot write.
 type failingTrail struct{}
 

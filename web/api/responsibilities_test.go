@@ -22,17 +22,17 @@ import (
 	"github.com/visorhq/visor/web/server"
 )
 
-// dutyFixture is the admin API with the responsibilities resource on real
+// responsibilityFixture is the admin API with the responsibilities resource on real
 // Postgres: tenant acme (employee ada, an operator key and a viewer's
 // admin:read key) and globex (an operator key).
-type dutyFixture struct {
+type responsibilityFixture struct {
 	*fixture
 	ada       identity.Agent
 	readKey   string
 	globexKey string
 }
 
-func newDutyFixture(t *testing.T) *dutyFixture {
+func newResponsibilityFixture(t *testing.T) *responsibilityFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	store := postgres.NewIdentityStore(db)
@@ -40,12 +40,12 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
 	ids := identity.NewService(store, resolver, log)
 	rs := postgres.NewResponsibilityStore(db)
-	duties := responsibilities.NewService(rs, agents.NewDelegation(store))
-	duties.SetNotices(rs)
-	duties.SetNotifier(responsibilities.Notifier{CheckURL: func(raw string) (string, error) { return egress.CheckURL(raw, nil) }})
+	svc := responsibilities.NewService(rs, agents.NewDelegation(store))
+	svc.SetNotices(rs)
+	svc.SetNotifier(responsibilities.Notifier{CheckURL: func(raw string) (string, error) { return egress.CheckURL(raw, nil) }})
 	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	adm.Add(api.NewResponsibilities(duties))
+	adm.Add(api.NewResponsibilities(svc))
 	adm.Register(e)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -63,12 +63,12 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 	require.NoError(t, err)
 	ada, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "ada"})
 	require.NoError(t, err)
-	return &dutyFixture{fixture: &fixture{t: t, srv: srv, ids: ids, tenant: acme, opKey: op}, ada: ada, readKey: read, globexKey: other}
+	return &responsibilityFixture{fixture: &fixture{t: t, srv: srv, ids: ids, tenant: acme, opKey: op}, ada: ada, readKey: read, globexKey: other}
 }
 
 func TestOperatorsSetUpAndChangeResponsibilitiesThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	f := newDutyFixture(t)
+	f := newResponsibilityFixture(t)
 	base := "/api/v1/tenants/acme/responsibilities"
 
 	var r responsibilities.Responsibility
@@ -147,10 +147,10 @@ func TestOperatorsSetUpAndChangeResponsibilitiesThroughTheAPI(t *testing.T) {
 
 func TestResponsibilitiesListPagesNewestFirst(t *testing.T) {
 	t.Parallel()
-	f := newDutyFixture(t)
+	f := newResponsibilityFixture(t)
 	base := "/api/v1/tenants/acme/responsibilities"
 	for i := range 3 {
-		code, body := f.do("POST", base, f.opKey, fmt.Sprintf(`{"agent":"ada","name":"duty %d","spend_cap_cents":1}`, i), nil)
+		code, body := f.do("POST", base, f.opKey, fmt.Sprintf(`{"agent":"ada","name":"responsibility %d","spend_cap_cents":1}`, i), nil)
 		require.Equal(t, 201, code, body)
 		time.Sleep(2 * time.Millisecond) // distinct creation times
 	}
@@ -167,7 +167,7 @@ func TestResponsibilitiesListPagesNewestFirst(t *testing.T) {
 			break
 		}
 	}
-	require.Equal(t, []string{"duty 2", "duty 1", "duty 0"}, names)
+	require.Equal(t, []string{"responsibility 2", "responsibility 1", "responsibility 0"}, names)
 	code, _ := f.do("GET", base+"?cursor=garbage", f.opKey, "", nil)
 	require.Equal(t, 400, code)
 }
@@ -176,7 +176,7 @@ func TestResponsibilitiesListPagesNewestFirst(t *testing.T) {
 // newest first, each row once, and a bad cursor is a 400.
 func TestSkipsPagePastOnePage(t *testing.T) {
 	t.Parallel()
-	f := newDutyFixture(t)
+	f := newResponsibilityFixture(t)
 	base := "/api/v1/tenants/acme/responsibilities"
 	var r responsibilities.Responsibility
 	code, body := f.do("POST", base, f.opKey, `{"agent":"ada","name":"paged","spend_cap_cents":1}`, &r)
@@ -216,7 +216,7 @@ func TestSkipsPagePastOnePage(t *testing.T) {
 // for acme's responsibility on every route, and changes nothing.
 func TestAnotherTenantNeverReachesAResponsibility(t *testing.T) {
 	t.Parallel()
-	f := newDutyFixture(t)
+	f := newResponsibilityFixture(t)
 	var r responsibilities.Responsibility
 	code, body := f.do("POST", "/api/v1/tenants/acme/responsibilities", f.opKey, `{"agent":"ada","name":"inbox","spend_cap_cents":5}`, &r)
 	require.Equal(t, 201, code, body)
@@ -250,7 +250,7 @@ func TestAnotherTenantNeverReachesAResponsibility(t *testing.T) {
 // wrong.
 func TestNotifySettingsAreCheckedAndTheSecretShownOnce(t *testing.T) {
 	t.Parallel()
-	f := newDutyFixture(t)
+	f := newResponsibilityFixture(t)
 	base := "/api/v1/tenants/acme/responsibilities"
 	var r responsibilities.Responsibility
 	code, body := f.do("POST", base, f.opKey, `{"agent":"ada","name":"inbox","spend_cap_cents":5,

@@ -60,7 +60,9 @@ func newStack(t *testing.T) *stack {
 	require.NoError(t, err)
 	no := false
 	for _, a := range []identity.NewAgent{
-		{Name: "bo", Department: "eng", Role: "lead"},
+		// bo may give what it holds: a budget up to its own, its sources.
+		{Name: "bo", Department: "eng", Role: "lead", BudgetCents: 1000,
+			Settings: identity.AgentSettings{Capabilities: identity.Capabilities{DBSources: []string{"crm"}}}},
 		{Name: "ann", Department: "eng"},
 		{Name: "zed", Department: "sales"},
 		{Name: "eph", Department: "ops", Settings: identity.AgentSettings{Permissions: &identity.Permissions{CanCreateAgents: &no}}},
@@ -148,7 +150,9 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	require.EqualValues(t, -32003, e["code"])
 	require.Contains(t, e["message"], "cannot change its own budget_cents, role")
 	require.Equal(t, "agent_authority_refused", s.lastAudit(t).Event)
-	// Its manager may edit it.
+	// Its manager may edit it, giving no more than it holds itself.
+	e = s.call(t, "bo", "agent_update", `{"name":"ann","budget_cents":1001}`).refusal(t)
+	require.Equal(t, "agent_authority_refused", e["event"])
 	res = s.call(t, "bo", "agent_update", `{"name":"ann","department":"platform","budget_cents":500,"db_sources_add":["crm"]}`).result(t)
 	require.Equal(t, "Updated AI employee ann.", text(t, res))
 	a, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
@@ -214,7 +218,7 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	// Every call above left exactly one durable audit row.
 	rows, err := s.log.List(ctx, s.tenant.ID, audit.Filter{Limit: 1000})
 	require.NoError(t, err)
-	require.Len(t, rows, 16)
+	require.Len(t, rows, 17)
 	for _, r := range rows {
 		require.False(t, strings.Contains(r.ArgsDigest, "carl"))
 		require.EqualValues(t, 7, r.ID.Version(), "audit ids are time-ordered (UUIDv7)")

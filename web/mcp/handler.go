@@ -270,16 +270,41 @@ func modernEra(r *http.Request, pk *peek) bool {
 
 // tokenInfo bridges Visor's principal into the SDK's per-request token
 // info, which reaches the receiving middleware as RequestExtra.TokenInfo.
+// The SDK's Extra is a map; it carries one typed value (requestExtra)
+// under one key, read back by extraOf.
 func (h *Handler) tokenInfo(ctx context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
 	p, ok := identity.PrincipalFrom(r.Context())
 	if !ok {
 		return nil, sdkauth.ErrInvalidToken
 	}
-	pk, _ := r.Context().Value(peekKey{}).(*peek)
-	note, _ := r.Context().Value(callNoteKey{}).(*callNote)
-	rc, _ := r.Context().Value(writerKey{}).(*http.ResponseController)
-	return &sdkauth.TokenInfo{UserID: owner(p), Scopes: p.Scopes,
-		Extra: map[string]any{"principal": p, "peek": pk, "note": note, "writer": rc}}, nil
+	x := &requestExtra{principal: p}
+	x.peek, _ = r.Context().Value(peekKey{}).(*peek)
+	x.note, _ = r.Context().Value(callNoteKey{}).(*callNote)
+	x.writer, _ = r.Context().Value(writerKey{}).(*http.ResponseController)
+	return &sdkauth.TokenInfo{UserID: owner(p), Scopes: p.Scopes, Extra: map[string]any{extraKey: x}}, nil
+}
+
+// requestExtra is what the endpoint hands its own middleware with each
+// request through the SDK: the caller, the peeked request, the call's
+// note and the response's controller (a listen request's; else nil).
+type requestExtra struct {
+	principal identity.Principal
+	peek      *peek
+	note      *callNote
+	writer    *http.ResponseController
+}
+
+// extraKey is requestExtra's one key in the SDK's TokenInfo.Extra.
+const extraKey = "visor"
+
+// extraOf returns the requestExtra of req, nil when it carries none.
+func extraOf(req sdk.Request) *requestExtra {
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return nil
+	}
+	x, _ := ex.TokenInfo.Extra[extraKey].(*requestExtra)
+	return x
 }
 
 type writerKey struct{}
@@ -287,30 +312,26 @@ type writerKey struct{}
 // writerOf returns the controller of the HTTP response that carries req's
 // answer, when the endpoint kept one (a listen request's).
 func writerOf(req sdk.Request) *http.ResponseController {
-	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		rc, _ := ex.TokenInfo.Extra["writer"].(*http.ResponseController)
-		return rc
+	if x := extraOf(req); x != nil {
+		return x.writer
 	}
 	return nil
 }
 
 // noteOf returns the note of the HTTP request that carried req, if any.
 func noteOf(req sdk.Request) *callNote {
-	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		n, _ := ex.TokenInfo.Extra["note"].(*callNote)
-		return n
+	if x := extraOf(req); x != nil {
+		return x.note
 	}
 	return nil
 }
 
 func principalOf(req sdk.Request) (identity.Principal, *peek, bool) {
-	ex := req.GetExtra()
-	if ex == nil || ex.TokenInfo == nil {
+	x := extraOf(req)
+	if x == nil {
 		return identity.Principal{}, nil, false
 	}
-	p, ok := ex.TokenInfo.Extra["principal"].(identity.Principal)
-	pk, _ := ex.TokenInfo.Extra["peek"].(*peek)
-	return p, pk, ok
+	return x.principal, x.peek, true
 }
 
 // owner names a principal for session binding: the same caller presents

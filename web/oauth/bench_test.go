@@ -8,11 +8,11 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 // BenchmarkResolvePrincipal measures principal resolution per request on a
@@ -34,7 +34,7 @@ func BenchmarkResolvePrincipal(b *testing.B) {
 	require.NoError(b, err)
 	_, agentKey, err := e.svc.CreateKey(ctx, e.a.ID, identity.NewKey{Kind: identity.KeyAgent, AgentID: agent.ID, Name: "ada"})
 	require.NoError(b, err)
-	_, round, err := auth.NewRounds(e.creds, e.ids).Mint(ctx, e.a.ID, agent.ID, uuid.New(), nil, 0)
+	_, round, err := auth.NewRounds(e.creds, e.ids).Mint(ctx, e.a.ID, agent.ID, pgtest.Task(b, e.db, e.a.ID), nil, 0)
 	require.NoError(b, err)
 	redirect := "https://client.example/cb"
 	tr := e.grant(e.browser(), "acme", e.dcrClient("acme", redirect), redirect, "tools:read", "alice@acme.test")

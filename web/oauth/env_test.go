@@ -113,7 +113,7 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 	t.Cleanup(e.srv.Close)
 	e.base = e.srv.URL
 
-	frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("k", 32)), Logger: log})
+	frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("k", 32)), SessionCookie: provider.SessionCookieName, Logger: log})
 	require.NoError(t, err)
 	cfg := oauth.Config{Config: provider.Config{BaseURL: e.base, Fetcher: provider.FetcherConfig{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: roots}}, Pages: frame}
 	for _, f := range tweak {

@@ -16,10 +16,6 @@ import (
 	"github.com/visorhq/visor/services/identity"
 )
 
-// eventOperatorAction is the event type of an operator action's audit row
-// (the admin API's too).
-const eventOperatorAction = "operator_action"
-
 // action wraps a form post: it counts the post against the member's rate
 // limit, checks the CSRF token, checks that the member may take need (the
 // authority matrix, as the admin API does), runs h, and records the
@@ -103,30 +99,17 @@ func (d *Dashboard) record(ctx context.Context, v *View, op string, form []byte,
 	if d.d.Audit == nil {
 		return nil
 	}
-	change, digest := audit.MaskedChange(form)
-	e := audit.Entry{ID: audit.NewID(), TenantID: v.Tenant.ID, PrincipalKind: string(v.Principal.Kind), PrincipalID: audit.Clean(v.Principal.ID()),
-		ArgsDigest: digest, Outcome: outcomeOf(status), Code: int64(status), Event: eventOperatorAction, Message: audit.Clean(msg),
-		At: time.Now(), Source: audit.SourceDashboard, Action: op, Object: audit.Clean(v.Object), Change: change}
+	o := audit.Operator{TenantID: v.Tenant.ID, Source: audit.SourceDashboard, PrincipalKind: string(v.Principal.Kind),
+		PrincipalID: v.Principal.ID(), Action: op, Object: v.Object, Body: form, Status: status, Message: msg}
 	if len(latency) > 0 {
-		e.Latency = latency[0]
+		o.Latency = latency[0]
 	}
+	e := o.Row()
 	err := d.d.Audit.Record(context.WithoutCancel(ctx), e)
 	if err != nil {
 		d.d.Logger.ErrorContext(ctx, "dashboard action not recorded in the audit trail", "action", op, "outcome", e.Outcome, "err", err)
 	}
 	return err
-}
-
-func outcomeOf(status int) string {
-	switch {
-	case status < 400:
-		return audit.OutcomeOK
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return audit.OutcomeRefused
-	case status < 500:
-		return audit.OutcomeRejected
-	}
-	return audit.OutcomeFailed
 }
 
 // heldWriter holds a response until its audit row is written.

@@ -11,10 +11,13 @@ import (
 )
 
 // CSRF protection for every form, the sign-in and consent pages' included:
-// a random cookie (SameSite=Strict, HttpOnly) and a form field holding its
-// HMAC under a server key, so a cookie planted by a sibling site does not
-// yield a valid field. A post must carry the field, and its Origin, when
-// sent, must be this server's.
+// a random cookie (SameSite=Strict, HttpOnly) and a form field holding the
+// HMAC, under a server key, of that cookie and the member's session cookie
+// (none before signing in). A cookie planted by a sibling site does not
+// yield a valid field, and neither does a token taken from another session
+// (an attacker's own): each token is good only with the session it was
+// made for. A post must carry the field, and its Origin, when sent, must
+// be this server's.
 const (
 	csrfCookie = "visor_csrf"
 	// CSRFField is the name of the hidden form field every post carries.
@@ -41,21 +44,34 @@ func (f *Frame) csrfToken(c echo.Context) string {
 		c.SetCookie(&http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true, Secure: f.secure,
 			SameSite: http.SameSiteStrictMode})
 	}
-	tok := f.csrfFor(v)
+	tok := f.csrfFor(v, f.sessionOf(c))
 	c.Set(csrfCtxKey, tok)
 	return tok
 }
 
 const csrfCtxKey = "ui-csrf"
 
-func (f *Frame) csrfFor(cookie string) string {
+func (f *Frame) csrfFor(cookie, session string) string {
 	m := hmac.New(sha256.New, f.csrfKey)
 	m.Write([]byte(cookie))
+	m.Write([]byte{0})
+	m.Write([]byte(session))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// sessionOf is the member's session cookie as the request carries it, ""
+// before signing in.
+func (f *Frame) sessionOf(c echo.Context) string {
+	ck, err := c.Cookie(f.session)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
 // CheckCSRF reports whether a form post carries a valid token for this
-// browser and, when it names an Origin, comes from this server.
+// browser and its session and, when it names an Origin, comes from this
+// server.
 func (f *Frame) CheckCSRF(c echo.Context) bool {
 	if o := c.Request().Header.Get("Origin"); o != "" && o != f.origin {
 		return false
@@ -64,5 +80,5 @@ func (f *Frame) CheckCSRF(c echo.Context) bool {
 	if err != nil {
 		return false
 	}
-	return hmac.Equal([]byte(c.FormValue(CSRFField)), []byte(f.csrfFor(ck.Value)))
+	return hmac.Equal([]byte(c.FormValue(CSRFField)), []byte(f.csrfFor(ck.Value, f.sessionOf(c))))
 }

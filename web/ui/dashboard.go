@@ -16,6 +16,7 @@ import (
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/dbsources"
+	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
@@ -64,10 +65,10 @@ type Deps struct {
 	// OAuth deletes clients and revokes consents.
 	Clients credentials.Store
 	OAuth   OAuthAdmin
-	// Duties is the responsibilities service: responsibilities, their
+	// Responsibilities is the responsibilities service: responsibilities, their
 	// runs and skips, and the questions their runs ask operators. Nil
 	// leaves those pages out.
-	Duties *responsibilities.Service
+	Responsibilities *responsibilities.Service
 	// Board is the task board service. Nil leaves its pages out.
 	Board *board.Service
 	// SandboxRuns is the log of script runs (execute_program).
@@ -125,7 +126,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.liveRoutes(g)
 	d.settingsRoutes(g)
 	d.clientRoutes(g)
-	d.dutyRoutes(g)
+	d.responsibilityRoutes(g)
 	d.boardRoutes(g)
 	d.sandboxRoutes(g)
 	d.computerRoutes(g)
@@ -186,11 +187,15 @@ func viewOf(c echo.Context) *View {
 	return &cp
 }
 
-// page wraps a page (GET) that needs action: a member without it gets 403.
+// page wraps a page (GET) that needs action: a member without it gets 403,
+// recorded in the audit trail (action openPage, object the page's route)
+// as a refused change is.
 func (d *Dashboard) page(need identity.Action, h Handler) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		v := viewOf(c)
 		if err := v.Principal.Check(need); err != nil {
+			v.Object = "page:" + c.Path()
+			_ = d.record(c.Request().Context(), v, "openPage", nil, http.StatusForbidden, fault.Message(err))
 			return d.refusePage(c, v, err)
 		}
 		if n := c.QueryParam("done"); n != "" && d.f.cat.has("done."+n) {

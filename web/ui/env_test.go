@@ -52,15 +52,15 @@ type env struct {
 	// replica builds another server over the same stores.
 	replica func() *echo.Echo
 
-	grants  *grants.Service
-	streams *streamList
-	db      *postgres.DB
-	duties  *responsibilities.Service
-	board   *board.Service
-	runs    *postgres.SandboxRunStore
-	cu      *postgres.ComputerStore
-	driver  *stopDriver
-	dbs     *dbsources.Service
+	grants           *grants.Service
+	streams          *streamList
+	db               *postgres.DB
+	responsibilities *responsibilities.Service
+	board            *board.Service
+	runs             *postgres.SandboxRunStore
+	cu               *postgres.ComputerStore
+	driver           *stopDriver
+	dbs              *dbsources.Service
 
 	mu     sync.Mutex
 	events []changes.Event
@@ -120,9 +120,9 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 
 	e.grants = grants.NewService(postgres.NewGrantStore(db), e.store, e, tools.Match, log)
 	e.streams = &streamList{}
-	duties := postgres.NewResponsibilityStore(db)
-	e.duties = responsibilities.NewService(duties, agents.NewDelegation(e.store))
-	e.duties.SetQuestions(duties)
+	rs := postgres.NewResponsibilityStore(db)
+	e.responsibilities = responsibilities.NewService(rs, agents.NewDelegation(e.store))
+	e.responsibilities.SetQuestions(rs)
 	e.runs = postgres.NewSandboxRunStore(db)
 	e.cu, e.driver = postgres.NewComputerStore(db), &stopDriver{}
 	cu := computer.NewService(e.cu, e.cu, e.driver, nil, log)
@@ -137,7 +137,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	e.replica = func() *echo.Echo {
 		// A replica: its own frame, authorization server, resolver and
 		// dashboard over the same database, at the same public URL.
-		frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("s", 32)), Preferences: e.store, Logger: log})
+		frame, err := ui.NewFrame(ui.FrameConfig{BaseURL: e.base, Secret: []byte(strings.Repeat("s", 32)), SessionCookie: provider.SessionCookieName, Preferences: e.store, Logger: log})
 		require.NoError(t, err)
 		as, err := oauth.New(ctx, oauth.Config{Config: provider.Config{BaseURL: e.base}, Pages: frame}, creds, e.ids, log)
 		require.NoError(t, err)
@@ -147,7 +147,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 		as.Register(ec, resolver.LoadTenant())
 		deps := ui.Deps{Identity: e.ids, Sessions: resolver.Sessions, Audit: e.audit, Tools: testTools(),
 			Subjects: tools.NewSubjects(e.store, tools.NoGrants{}, 0), Logger: log,
-			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Duties: e.duties, Board: e.board, SandboxRuns: e.runs,
+			AuditLog: trail{e.audit}, Grants: e.grants, Streams: e.streams, Clients: creds, OAuth: as.Provider(), Responsibilities: e.responsibilities, Board: e.board, SandboxRuns: e.runs,
 			Computer: cu, ComputerSessions: e.cu, DBSources: e.dbs}
 		for _, f := range tweak {
 			f(&deps)

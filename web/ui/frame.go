@@ -42,6 +42,9 @@ type FrameConfig struct {
 	// Secret keys the CSRF tokens; at least 32 bytes, the same on every
 	// replica.
 	Secret []byte
+	// SessionCookie names the member's session cookie, which every CSRF
+	// token is bound to (auth/oauth.SessionCookieName); required.
+	SessionCookie string
 	// Preferences holds members' language choices; nil stores none.
 	Preferences Preferences
 	Logger      *slog.Logger
@@ -53,6 +56,7 @@ type Frame struct {
 	cat     *Catalog
 	pages   map[string]*template.Template
 	csrfKey []byte
+	session string // the session cookie's name
 	secure  bool
 	origin  string
 	prefs   Preferences
@@ -63,6 +67,9 @@ type Frame struct {
 func NewFrame(cfg FrameConfig) (*Frame, error) {
 	if len(cfg.Secret) < 32 {
 		return nil, errors.New("ui: the CSRF secret must be at least 32 bytes")
+	}
+	if cfg.SessionCookie == "" {
+		return nil, errors.New("ui: name the session cookie the CSRF tokens are bound to")
 	}
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -82,7 +89,7 @@ func NewFrame(cfg FrameConfig) (*Frame, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Frame{cat: cat, pages: pages, csrfKey: key[:], secure: u.Scheme == "https", origin: u.Scheme + "://" + u.Host,
-		prefs: cfg.Preferences, log: log}, nil
+		session: cfg.SessionCookie, prefs: cfg.Preferences, log: log}, nil
 }
 
 // Catalog returns the message catalog.

@@ -126,7 +126,7 @@ func menu() []MenuItem {
 		{"nav.agents", "agents", identity.ReadTenant},
 		{"nav.requests", "requests", identity.ReadTenant},
 		{"nav.board", "board", identity.ReadTenant},
-		{"nav.duties", "responsibilities", identity.ReadTenant},
+		{"nav.responsibilities", "responsibilities", identity.ReadTenant},
 		{"nav.questions", "questions", identity.ReadTenant},
 		{"nav.sandbox", "sandbox", identity.ReadTenant},
 		{"nav.computer", "computer", identity.ReadTenant},

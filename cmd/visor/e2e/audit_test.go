@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 // auditRow is one row of the audit export.
@@ -137,7 +138,7 @@ func TestOperatorAuditHoldsNoSecret(t *testing.T) {
 	require.NotEmpty(t, cl["client_secret"])
 	secrets = append(secrets, cl["client_secret"].(string))
 
-	rt := call(http.MethodPost, "/agents/"+w.ada.ID.String()+"/round-tokens", `{"task_id":"`+w.bob.ID.String()+`"}`, 201)
+	rt := call(http.MethodPost, "/agents/"+w.ada.ID.String()+"/round-tokens", `{"task_id":"`+pgtest.Task(t, w.db, w.acme.ID).String()+`"}`, 201)
 	secrets = append(secrets, rt["token"].(string))
 
 	rows, raw := exportAudit(t, r, owner, url.Values{"source": {"admin_api"}})

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 const (
@@ -181,7 +182,7 @@ func TestEveryAdminRouteByEveryCredential(t *testing.T) {
 	var rt struct {
 		Token string `json:"token"`
 	}
-	w.api(t, r, http.MethodPost, "/tenants/acme/agents/"+w.ada.ID.String()+"/round-tokens", map[string]any{"task_id": uuid.NewString()}, &rt)
+	w.api(t, r, http.MethodPost, "/tenants/acme/agents/"+w.ada.ID.String()+"/round-tokens", map[string]any{"task_id": pgtest.Task(t, w.db, w.acme.ID)}, &rt)
 	oauth := ownerOAuthToken(t, r)
 	globex := w.key(t, w.globex, identity.NewKey{Kind: identity.KeyOperator, Name: "globex", Scopes: []string{identity.ScopeAdminWrite}})
 	cliKey := func(scopes ...string) caller {
@@ -368,7 +369,7 @@ func TestNarrowEmployeeCredentialsOnTheEndpoint(t *testing.T) {
 			Token  string   `json:"token"`
 			Scopes []string `json:"scopes"`
 		}
-		in := map[string]any{"task_id": uuid.NewString()}
+		in := map[string]any{"task_id": pgtest.Task(t, w.db, w.acme.ID)}
 		if scopes != nil {
 			in["scopes"] = scopes
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 // TestOAuthAgainstRealEndpoint runs the OAuth flow against a real `visor
@@ -111,7 +112,7 @@ func TestOAuthAgainstRealEndpoint(t *testing.T) {
 		Token string `json:"token"`
 	}
 	w.api(t, r, http.MethodPost, "/tenants/acme/agents/"+w.ada.ID.String()+"/round-tokens",
-		map[string]any{"task_id": "6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10"}, &rt)
+		map[string]any{"task_id": pgtest.Task(t, w.db, w.acme.ID)}, &rt)
 	require.NotEmpty(t, toolNames(t, r, rt.Token))
 }
 

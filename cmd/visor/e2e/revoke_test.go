@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 // expectClosed waits for the server to end l, and checks nothing reached
@@ -139,7 +140,7 @@ func TestRevokedOAuthTokensAndRoundTokensLoseTheirStreams(t *testing.T) {
 		Token string `json:"token"`
 	}
 	w.api(t, r, http.MethodPost, "/tenants/acme/agents/"+w.ada.ID.String()+"/round-tokens",
-		map[string]any{"task_id": "6f1c1d1e-9d3b-4f5a-8b61-3d2f1b7a9c10"}, &rt)
+		map[string]any{"task_id": pgtest.Task(t, w.db, w.acme.ID)}, &rt)
 	l := listenModern(t, r, tok.AccessToken)
 	l2 := listenModern(t, r, tok2.AccessToken)
 	round := listenModern(t, r, rt.Token)

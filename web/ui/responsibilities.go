@@ -16,33 +16,33 @@ import (
 
 // Pages of the responsibilities and their open questions.
 const (
-	dutiesShown    = 25 // responsibilities per page
-	questionsShown = 25 // open questions per page
-	runsShown      = 10 // recent runs and skips on a responsibility's page
+	responsibilitiesShown = 25 // responsibilities per page
+	questionsShown        = 25 // open questions per page
+	runsShown             = 10 // recent runs and skips on a responsibility's page
 )
 
-func (d *Dashboard) dutyRoutes(g *echo.Group) {
-	g.GET("/responsibilities", d.page(identity.ReadTenant, d.withDuties(d.duties)))
-	g.GET("/responsibilities/:responsibility", d.page(identity.ReadTenant, d.withDuties(d.duty)))
-	g.POST("/responsibilities/:responsibility/status", d.action("updateResponsibility", identity.ManageAgents, d.withDuties(d.setDutyStatus)))
-	g.GET("/questions", d.page(identity.ReadTenant, d.withDuties(d.questions)))
-	g.POST("/questions/:question/answer", d.action("answerQuestion", identity.ManageAgents, d.withDuties(d.answerQuestion)))
+func (d *Dashboard) responsibilityRoutes(g *echo.Group) {
+	g.GET("/responsibilities", d.page(identity.ReadTenant, d.withResponsibilities(d.listPage)))
+	g.GET("/responsibilities/:responsibility", d.page(identity.ReadTenant, d.withResponsibilities(d.onePage)))
+	g.POST("/responsibilities/:responsibility/status", d.action("updateResponsibility", identity.ManageAgents, d.withResponsibilities(d.setResponsibilityStatus)))
+	g.GET("/questions", d.page(identity.ReadTenant, d.withResponsibilities(d.questions)))
+	g.POST("/questions/:question/answer", d.action("answerQuestion", identity.ManageAgents, d.withResponsibilities(d.answerQuestion)))
 }
 
-// withDuties answers 503 on a server built without responsibilities.
-func (d *Dashboard) withDuties(h Handler) Handler {
+// withResponsibilities answers 503 on a server built without responsibilities.
+func (d *Dashboard) withResponsibilities(h Handler) Handler {
 	return func(c echo.Context, v *View) error {
-		if d.d.Duties == nil {
+		if d.d.Responsibilities == nil {
 			return fault.New(fault.Unavailable, "responsibilities are not served here")
 		}
 		return h(c, v)
 	}
 }
 
-type dutiesData struct {
-	Duties []responsibilities.Responsibility
-	Names  map[uuid.UUID]string
-	Agent  string // the agent filter, an id or ""
+type responsibilitiesData struct {
+	Responsibilities []responsibilities.Responsibility
+	Names            map[uuid.UUID]string
+	Agent            string // the agent filter, an id or ""
 	// Agents are the filter's choices, by name.
 	Agents []identity.Agent
 	// Next is the cursor of the next page, "" on the last; Paged is set
@@ -61,13 +61,14 @@ func cursorOf(c echo.Context, v any) (bool, error) {
 	return api.PageRequest{Cursor: c.QueryParam("cursor")}.Decode(v)
 }
 
-func (d *Dashboard) duties(c echo.Context, v *View) error {
+// listPage is the list of the tenant's responsibilities.
+func (d *Dashboard) listPage(c echo.Context, v *View) error {
 	ctx := c.Request().Context()
 	if len(c.QueryParam("cursor")) > 512 {
 		return fault.New(fault.Invalid, "the page cursor is not valid; start from the first page")
 	}
-	data := dutiesData{Agent: c.QueryParam("agent")}
-	f := responsibilities.Filter{Limit: dutiesShown + 1}
+	data := responsibilitiesData{Agent: c.QueryParam("agent")}
+	f := responsibilities.Filter{Limit: responsibilitiesShown + 1}
 	if data.Agent != "" {
 		id, err := uuid.Parse(data.Agent)
 		if err != nil {
@@ -83,15 +84,15 @@ func (d *Dashboard) duties(c echo.Context, v *View) error {
 	if ok {
 		f.After, data.Paged = &p, true
 	}
-	rs, err := d.d.Duties.Store().ListResponsibilities(ctx, v.Tenant.ID, f)
+	rs, err := d.d.Responsibilities.Store().ListResponsibilities(ctx, v.Tenant.ID, f)
 	if err != nil {
 		return err
 	}
-	if len(rs) > dutiesShown {
-		rs = rs[:dutiesShown]
+	if len(rs) > responsibilitiesShown {
+		rs = rs[:responsibilitiesShown]
 		data.Next = api.EncodeCursor(responsibilities.PositionOf(rs[len(rs)-1]))
 	}
-	data.Duties = rs
+	data.Responsibilities = rs
 	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
@@ -99,16 +100,16 @@ func (d *Dashboard) duties(c echo.Context, v *View) error {
 	for _, a := range data.Agents {
 		data.Names[a.ID] = a.Name
 	}
-	qs, err := d.d.Duties.Questions(ctx, v.Tenant.ID, uuid.Nil, nil, questionsShown+1)
+	qs, err := d.d.Responsibilities.Questions(ctx, v.Tenant.ID, uuid.Nil, nil, questionsShown+1)
 	if err != nil {
 		return err
 	}
 	data.Open, data.More = min(len(qs), questionsShown), len(qs) > questionsShown
-	v.Title, v.Nav, v.Data = "duties.title", "responsibilities", data
-	return d.f.Render(c, http.StatusOK, "duties", v)
+	v.Title, v.Nav, v.Data = "responsibilities.title", "responsibilities", data
+	return d.f.Render(c, http.StatusOK, "responsibilities", v)
 }
 
-type dutyData struct {
+type responsibilityData struct {
 	Sum       responsibilities.Summary
 	Agent     string
 	Runs      []responsibilities.Run
@@ -125,41 +126,42 @@ type dutyData struct {
 	From string
 }
 
-// dutyParam resolves the :responsibility id inside the member's tenant.
-func (d *Dashboard) dutyParam(c echo.Context, v *View) (responsibilities.Responsibility, error) {
+// responsibilityParam resolves the :responsibility id inside the member's tenant.
+func (d *Dashboard) responsibilityParam(c echo.Context, v *View) (responsibilities.Responsibility, error) {
 	id, err := pathUUID(c, "responsibility", "responsibility")
 	if err != nil {
 		return responsibilities.Responsibility{}, err
 	}
 	v.Object = "responsibility:" + id.String()
-	r, err := d.d.Duties.Store().Responsibility(c.Request().Context(), v.Tenant.ID, id)
+	r, err := d.d.Responsibilities.Store().Responsibility(c.Request().Context(), v.Tenant.ID, id)
 	if fault.Is(err, fault.NotFound) {
 		return r, fault.New(fault.NotFound, "no such responsibility")
 	}
 	return r, err
 }
 
-func (d *Dashboard) duty(c echo.Context, v *View) error {
+// onePage is one responsibility: its settings, window, runs and skips.
+func (d *Dashboard) onePage(c echo.Context, v *View) error {
 	ctx := c.Request().Context()
-	r, err := d.dutyParam(c, v)
+	r, err := d.responsibilityParam(c, v)
 	if err != nil {
 		return err
 	}
-	data := dutyData{MaxAnswer: responsibilities.MaxAnswer, From: "responsibility"}
-	if data.Sum, err = d.d.Duties.Summarize(ctx, r); err != nil {
+	data := responsibilityData{MaxAnswer: responsibilities.MaxAnswer, From: "responsibility"}
+	if data.Sum, err = d.d.Responsibilities.Summarize(ctx, r); err != nil {
 		return err
 	}
 	if data.Names, err = d.agentNames(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	data.Agent = data.Names[r.AgentID]
-	if data.Runs, err = d.d.Duties.Store().Runs(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
+	if data.Runs, err = d.d.Responsibilities.Store().Runs(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
 		return err
 	}
-	if data.Skips, err = d.d.Duties.Store().Skips(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
+	if data.Skips, err = d.d.Responsibilities.Store().Skips(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
 		return err
 	}
-	if data.Questions, err = d.d.Duties.Questions(ctx, v.Tenant.ID, r.ID, nil, questionsShown); err != nil {
+	if data.Questions, err = d.d.Responsibilities.Questions(ctx, v.Tenant.ID, r.ID, nil, questionsShown); err != nil {
 		return err
 	}
 	switch r.Status {
@@ -168,23 +170,23 @@ func (d *Dashboard) duty(c echo.Context, v *View) error {
 	case responsibilities.Paused:
 		data.Statuses = []responsibilities.Status{responsibilities.Active, responsibilities.Stopped}
 	}
-	v.Title, v.Nav, v.Data = "duty.title", "responsibilities", data
-	return d.f.Render(c, http.StatusOK, "duty", v)
+	v.Title, v.Nav, v.Data = "responsibility.title", "responsibilities", data
+	return d.f.Render(c, http.StatusOK, "responsibility", v)
 }
 
 // Task returns the id of run's task on the board, "" when it has none.
-func (dutyData) Task(run responsibilities.Run) string {
+func (responsibilityData) Task(run responsibilities.Run) string {
 	if run.TaskID == uuid.Nil {
 		return ""
 	}
 	return run.TaskID.String()
 }
 
-// setDutyStatus pauses, resumes or stops a responsibility, as the admin
+// setResponsibilityStatus pauses, resumes or stops a responsibility, as the admin
 // API's update with only a status does: the epoch moves and the pending
 // wake-up is cancelled.
-func (d *Dashboard) setDutyStatus(c echo.Context, v *View) error {
-	r, err := d.dutyParam(c, v)
+func (d *Dashboard) setResponsibilityStatus(c echo.Context, v *View) error {
+	r, err := d.responsibilityParam(c, v)
 	if err != nil {
 		return err
 	}
@@ -192,20 +194,20 @@ func (d *Dashboard) setDutyStatus(c echo.Context, v *View) error {
 	if !s.Valid() {
 		return fault.New(fault.Invalid, "status must be active, paused or stopped")
 	}
-	if _, err := d.d.Duties.Update(c.Request().Context(), v.Tenant.ID, r.ID, v.Tenant.Settings.TimeZone, responsibilities.Change{Status: &s}); err != nil {
+	if _, err := d.d.Responsibilities.Update(c.Request().Context(), v.Tenant.ID, r.ID, v.Tenant.Settings.TimeZone, responsibilities.Change{Status: &s}); err != nil {
 		return err
 	}
-	return back(c, v, "responsibilities/"+r.ID.String(), "duty_"+string(s))
+	return back(c, v, "responsibilities/"+r.ID.String(), "responsibility_"+string(s))
 }
 
 type questionsData struct {
-	Questions []responsibilities.OpenQuestion
-	Duties    map[uuid.UUID]string // responsibility names by id
-	Names     map[uuid.UUID]string // agent names by id, for who asked
-	Next      string
-	Paged     bool
-	MaxAnswer int
-	From      string
+	Questions        []responsibilities.OpenQuestion
+	Responsibilities map[uuid.UUID]string // responsibility names by id
+	Names            map[uuid.UUID]string // agent names by id, for who asked
+	Next             string
+	Paged            bool
+	MaxAnswer        int
+	From             string
 }
 
 func (d *Dashboard) questions(c echo.Context, v *View) error {
@@ -213,7 +215,7 @@ func (d *Dashboard) questions(c echo.Context, v *View) error {
 	if len(c.QueryParam("cursor")) > 512 {
 		return fault.New(fault.Invalid, "the page cursor is not valid; start from the first page")
 	}
-	data := questionsData{MaxAnswer: responsibilities.MaxAnswer, From: "questions", Duties: map[uuid.UUID]string{}}
+	data := questionsData{MaxAnswer: responsibilities.MaxAnswer, From: "questions", Responsibilities: map[uuid.UUID]string{}}
 	var p responsibilities.QuestionPosition
 	ok, err := cursorOf(c, &p)
 	if err != nil {
@@ -223,7 +225,7 @@ func (d *Dashboard) questions(c echo.Context, v *View) error {
 	if ok {
 		after, data.Paged = &p, true
 	}
-	qs, err := d.d.Duties.Questions(ctx, v.Tenant.ID, uuid.Nil, after, questionsShown+1)
+	qs, err := d.d.Responsibilities.Questions(ctx, v.Tenant.ID, uuid.Nil, after, questionsShown+1)
 	if err != nil {
 		return err
 	}
@@ -237,11 +239,11 @@ func (d *Dashboard) questions(c echo.Context, v *View) error {
 		return err
 	}
 	for _, q := range qs {
-		if _, seen := data.Duties[q.ResponsibilityID]; seen {
+		if _, seen := data.Responsibilities[q.ResponsibilityID]; seen {
 			continue
 		}
-		if r, err := d.d.Duties.Store().Responsibility(ctx, v.Tenant.ID, q.ResponsibilityID); err == nil {
-			data.Duties[q.ResponsibilityID] = r.Name
+		if r, err := d.d.Responsibilities.Store().Responsibility(ctx, v.Tenant.ID, q.ResponsibilityID); err == nil {
+			data.Responsibilities[q.ResponsibilityID] = r.Name
 		}
 	}
 	v.Title, v.Nav, v.Data = "questions.title", "questions", data
@@ -269,7 +271,7 @@ func (d *Dashboard) answerQuestion(c echo.Context, v *View) error {
 	if len(a.Text) > 4*responsibilities.MaxAnswer {
 		return fault.New(fault.Invalid, "text must be at most %d characters", responsibilities.MaxAnswer)
 	}
-	w, _, err := d.d.Duties.AnswerQuestion(c.Request().Context(), v.Tenant.ID, id, v.Principal.ID(), a)
+	w, _, err := d.d.Responsibilities.AnswerQuestion(c.Request().Context(), v.Tenant.ID, id, v.Principal.ID(), a)
 	if err != nil {
 		return err
 	}
@@ -281,7 +283,7 @@ func (d *Dashboard) answerQuestion(c echo.Context, v *View) error {
 }
 
 // Asker names who asked q: the AI employee's name, else the principal.
-func (d dutyData) Asker(q responsibilities.OpenQuestion) string { return asker(d.Names, q) }
+func (d responsibilityData) Asker(q responsibilities.OpenQuestion) string { return asker(d.Names, q) }
 
 // Asker names who asked q: the AI employee's name, else the principal.
 func (d questionsData) Asker(q responsibilities.OpenQuestion) string { return asker(d.Names, q) }

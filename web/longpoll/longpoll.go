@@ -1,11 +1,13 @@
-// Package runtime is the HTTP edge for AI employees' runtimes that cannot
-// receive webhooks: a long-poll that hands out the employee's wake-ups.
-package runtime
+// Package longpoll is the HTTP edge for AI employees' runtimes that cannot
+// receive webhooks: the long-poll that hands out an employee's wake-ups
+// (each with its round's token), and the spend report a run makes for its
+// responsibility. Its name leaves the standard library's runtime package
+// unshadowed.
+package longpoll
 
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +62,7 @@ func (h *Handler) wakeups(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, _ := identity.PrincipalFrom(ctx)
 	t, _ := auth.TenantFrom(ctx)
-	if p.Kind != identity.KindEmployee || strings.HasPrefix(p.CredentialID, "round:") {
+	if p.Kind != identity.KindEmployee || p.OnRound() {
 		msg := "only an AI employee's own key takes its wake-ups (not an operator's key, an OAuth token or a round token)"
 		if err := h.audit.Record(ctx, audit.Entry{TenantID: t.ID, PrincipalKind: string(p.Kind), PrincipalID: p.ID(), Tool: Tool,
 			Outcome: audit.OutcomeRefused, Event: EventRefused, Message: msg, At: time.Now(), Source: audit.SourceMCP}); err != nil {

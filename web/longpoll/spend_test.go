@@ -1,4 +1,4 @@
-package runtime_test
+package longpoll_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
@@ -19,7 +18,7 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
-	"github.com/visorhq/visor/web/runtime"
+	"github.com/visorhq/visor/web/longpoll"
 	"github.com/visorhq/visor/web/server"
 )
 
@@ -38,12 +37,12 @@ func TestARunsRoundTokenReportsItsSpend(t *testing.T) {
 	resolver.Rounds = minter
 	ids := identity.NewService(store, resolver, log)
 	rs := postgres.NewResponsibilityStore(db)
-	duties := responsibilities.NewService(rs, agents.NewDelegation(store))
+	svc := responsibilities.NewService(rs, agents.NewDelegation(store))
 	trail := postgres.NewAuditLog(db, 2, log)
 	require.NoError(t, trail.Start(ctx))
 	t.Cleanup(trail.Stop)
 	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
-	runtime.NewSpend(duties, trail).Register(e, resolver.Middleware(""))
+	longpoll.NewSpend(svc, trail).Register(e, resolver.Middleware(""))
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 
@@ -53,15 +52,15 @@ func TestARunsRoundTokenReportsItsSpend(t *testing.T) {
 	require.NoError(t, err)
 	bob, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "bob"})
 	require.NoError(t, err)
-	r, err := duties.Create(ctx, acme.ID, "", "operator:k", responsibilities.Draft{AgentID: ada.ID, Name: "inbox", SpendCapCents: 100})
+	r, err := svc.Create(ctx, acme.ID, "", "operator:k", responsibilities.Draft{AgentID: ada.ID, Name: "inbox", SpendCapCents: 100})
 	require.NoError(t, err)
-	run, err := duties.OpenRun(ctx, acme.ID, r.ID, responsibilities.Wake{Reason: responsibilities.ByOperator})
+	run, err := svc.OpenRun(ctx, acme.ID, r.ID, responsibilities.Wake{Reason: responsibilities.ByOperator})
 	require.NoError(t, err)
 	_, round, err := minter.Mint(ctx, acme.ID, ada.ID, run.TaskID, nil, 0)
 	require.NoError(t, err)
 	_, bobRound, err := minter.Mint(ctx, acme.ID, bob.ID, run.TaskID, nil, 0)
 	require.NoError(t, err)
-	_, elsewhere, err := minter.Mint(ctx, acme.ID, ada.ID, uuid.New(), nil, 0)
+	_, elsewhere, err := minter.Mint(ctx, acme.ID, ada.ID, pgtest.Task(t, db, acme.ID), nil, 0)
 	require.NoError(t, err)
 	_, adaKey, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyAgent, AgentID: ada.ID, Name: "ada"})
 	require.NoError(t, err)
@@ -98,12 +97,12 @@ func TestARunsRoundTokenReportsItsSpend(t *testing.T) {
 		code, body := post(c.token, c.body)
 		require.Equal(t, c.want, code, "%s: %s", name, body)
 	}
-	sum, err := duties.Summarize(ctx, r)
+	sum, err := svc.Summarize(ctx, r)
 	require.NoError(t, err)
 	require.Equal(t, int64(42), sum.Window.SpendCents, "only the owner's round counted")
 
 	var refusals int
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND tool = $2 AND outcome = 'refused'`,
-		acme.ID, runtime.SpendTool).Scan(&refusals))
+		acme.ID, longpoll.SpendTool).Scan(&refusals))
 	require.Equal(t, 3, refusals, "each refused reporter is audited")
 }

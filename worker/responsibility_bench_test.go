@@ -20,7 +20,7 @@ import (
 // pgStats is the database's commit and row counters (pg_stat_database).
 type pgStats struct{ xacts, inserted, updated, fetched int64 }
 
-func (e *dutyEnv) pgStats(b *testing.B) pgStats {
+func (e *responsibilityEnv) pgStats(b *testing.B) pgStats {
 	b.Helper()
 	var s pgStats
 	require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT xact_commit + xact_rollback, tup_inserted, tup_updated, tup_fetched
@@ -28,7 +28,7 @@ func (e *dutyEnv) pgStats(b *testing.B) pgStats {
 	return s
 }
 
-// BenchmarkHourlyTicks: VISOR_BENCH_DUTIES (10,000 if unset) active
+// BenchmarkHourlyTicks: VISOR_BENCH_RESPONSIBILITIES (10,000 if unset) active
 // responsibilities with the schedule "0 * * * *", their ticks all due at
 // the same instant (the top of the hour), worked by one worker process.
 // It reports the lateness of the runs (opened_at minus the tick's time)
@@ -37,7 +37,7 @@ func (e *dutyEnv) pgStats(b *testing.B) pgStats {
 // second while the ticks were worked. Run with -benchtime=1x.
 func BenchmarkHourlyTicks(b *testing.B) {
 	n := 10000
-	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_DUTIES")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_RESPONSIBILITIES")); err == nil && v > 0 {
 		n = v
 	}
 	for range b.N {
@@ -47,10 +47,10 @@ func BenchmarkHourlyTicks(b *testing.B) {
 
 func benchTicks(b *testing.B, n int) {
 	b.Helper()
-	e := newDutyEnv(b)
+	e := newResponsibilityEnv(b)
 	_, err := e.db.Pool.Exec(e.ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, schedule, period_secs, run_limit,
 			followup_limit, spend_cap_cents, min_wake_interval_secs, created_by)
-		SELECT $1, gen_random_uuid(), $2, 'duty ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:bench'
+		SELECT $1, gen_random_uuid(), $2, 'resp ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:bench'
 		FROM generate_series(1, $3) i`, e.tenant.ID, e.agent.ID, n)
 	require.NoError(b, err)
 	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM responsibilities WHERE tenant_id = $1`, e.tenant.ID)
@@ -68,8 +68,8 @@ func benchTicks(b *testing.B, n int) {
 	for start := 0; start < len(ids); start += 1000 {
 		var params []river.InsertManyParams
 		for _, id := range ids[start:min(start+1000, len(ids))] {
-			params = append(params, river.InsertManyParams{Args: worker.DutyTickArgs{TenantID: e.tenant.ID, ResponsibilityID: id, Epoch: 1, At: due},
-				InsertOpts: &river.InsertOpts{Queue: worker.DutyQueue, ScheduledAt: due, UniqueOpts: river.UniqueOpts{ByArgs: true}}})
+			params = append(params, river.InsertManyParams{Args: worker.ResponsibilityTickArgs{TenantID: e.tenant.ID, ResponsibilityID: id, Epoch: 1, At: due},
+				InsertOpts: &river.InsertOpts{Queue: worker.ResponsibilityQueue, ScheduledAt: due, UniqueOpts: river.UniqueOpts{ByArgs: true}}})
 		}
 		_, err := ins.InsertMany(e.ctx, params)
 		require.NoError(b, err)
@@ -99,7 +99,7 @@ func benchTicks(b *testing.B, n int) {
 	require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job WHERE kind = 'responsibility_tick' AND state = 'scheduled'`).Scan(&pending))
 	require.Equal(b, n, pending, "every tick armed the next hour's")
 	wall := max(worst, 0.001)
-	b.ReportMetric(float64(n), "duties")
+	b.ReportMetric(float64(n), "responsibilities")
 	b.ReportMetric(p50*1000, "late-p50-ms")
 	b.ReportMetric(p99*1000, "late-p99-ms")
 	b.ReportMetric(worst*1000, "late-max-ms")
@@ -114,9 +114,9 @@ func benchTicks(b *testing.B, n int) {
 // wake-up and of its job, one transaction), reported at p50 and p99. The
 // armed follow-up is cancelled between calls, outside the timer.
 func BenchmarkFollowupCall(b *testing.B) {
-	e := newDutyEnv(b)
+	e := newResponsibilityEnv(b)
 	e.runner(b)
-	r := e.duty(b)
+	r := e.responsibility(b)
 	sub := &tools.Subject{Principal: identity.Principal{TenantID: e.tenant.ID, Kind: identity.KindEmployee, AgentID: e.agent.ID,
 		CredentialID: "key:ada", Scopes: []string{identity.ScopeToolsAdmin}}, Tenant: e.tenant, Agent: &e.agent}
 	took := make([]time.Duration, 0, b.N)
@@ -139,7 +139,7 @@ func BenchmarkFollowupCall(b *testing.B) {
 }
 
 // BenchmarkSpreadTicks: schedules spread over the hour, the realistic
-// case. VISOR_BENCH_DUTIES (10,000 if unset) hourly responsibilities at
+// case. VISOR_BENCH_RESPONSIBILITIES (10,000 if unset) hourly responsibilities at
 // distinct minutes and seconds arrive at one tick every 3600/n seconds;
 // the benchmark plays VISOR_BENCH_SPREAD_SECS (180 if unset) of that hour
 // — the same arrival rate, n × secs / 3600 ticks — on one worker and
@@ -147,7 +147,7 @@ func BenchmarkFollowupCall(b *testing.B) {
 // Run with -benchtime=1x.
 func BenchmarkSpreadTicks(b *testing.B) {
 	n, secs := 10000, 180
-	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_DUTIES")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_RESPONSIBILITIES")); err == nil && v > 0 {
 		n = v
 	}
 	if v, err := strconv.Atoi(os.Getenv("VISOR_BENCH_SPREAD_SECS")); err == nil && v > 0 {
@@ -160,11 +160,11 @@ func BenchmarkSpreadTicks(b *testing.B) {
 
 func benchSpread(b *testing.B, perHour, secs int) {
 	b.Helper()
-	e := newDutyEnv(b)
+	e := newResponsibilityEnv(b)
 	n := max(perHour*secs/3600, 1)
 	_, err := e.db.Pool.Exec(e.ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, schedule, period_secs, run_limit,
 			followup_limit, spend_cap_cents, min_wake_interval_secs, created_by)
-		SELECT $1, gen_random_uuid(), $2, 'duty ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:bench'
+		SELECT $1, gen_random_uuid(), $2, 'resp ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:bench'
 		FROM generate_series(1, $3) i`, e.tenant.ID, e.agent.ID, n)
 	require.NoError(b, err)
 	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM responsibilities WHERE tenant_id = $1`, e.tenant.ID)
@@ -185,8 +185,8 @@ func benchSpread(b *testing.B, perHour, secs int) {
 	for i, id := range ids {
 		due := start.Add(time.Duration(i) * every)
 		at[id] = due
-		params = append(params, river.InsertManyParams{Args: worker.DutyTickArgs{TenantID: e.tenant.ID, ResponsibilityID: id, Epoch: 1, At: due},
-			InsertOpts: &river.InsertOpts{Queue: worker.DutyQueue, ScheduledAt: due, UniqueOpts: river.UniqueOpts{ByArgs: true}}})
+		params = append(params, river.InsertManyParams{Args: worker.ResponsibilityTickArgs{TenantID: e.tenant.ID, ResponsibilityID: id, Epoch: 1, At: due},
+			InsertOpts: &river.InsertOpts{Queue: worker.ResponsibilityQueue, ScheduledAt: due, UniqueOpts: river.UniqueOpts{ByArgs: true}}})
 	}
 	_, err = ins.InsertMany(e.ctx, params)
 	require.NoError(b, err)
@@ -213,7 +213,7 @@ func benchSpread(b *testing.B, perHour, secs int) {
 	require.NoError(b, runs.Err())
 	slices.Sort(late)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(float64(perHour), "duties/h")
+	b.ReportMetric(float64(perHour), "responsibilities/h")
 	b.ReportMetric(float64(n), "ticks")
 	b.ReportMetric(ms(late[len(late)/2]), "late-p50-ms")
 	b.ReportMetric(ms(late[len(late)*99/100]), "late-p99-ms")

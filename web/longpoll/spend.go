@@ -1,9 +1,8 @@
-package runtime
+package longpoll
 
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,7 +59,7 @@ func (h *SpendHandler) report(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, _ := identity.PrincipalFrom(ctx)
 	t, _ := auth.TenantFrom(ctx)
-	if p.Kind != identity.KindEmployee || !strings.HasPrefix(p.CredentialID, "round:") {
+	if p.Kind != identity.KindEmployee || !p.OnRound() {
 		return h.refuse(ctx, t, p, "only the round token of a responsibility run reports its spend (not a key, an OAuth token or a session)")
 	}
 	var in SpendReport

@@ -7,11 +7,11 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 )
 
-// dutyNotifier is how questions of responsibilities are pushed: through
+// responsibilityNotifier is how questions of responsibilities are pushed: through
 // the same egress guard as round deliveries (VISOR_WEBHOOK_DEV_HOSTS,
 // VISOR_WEBHOOK_CA_FILE, VISOR_WEBHOOK_TIMEOUT), with answer links on the
 // public base URL.
-func (a *app) dutyNotifier() responsibilities.Notifier {
+func (a *app) responsibilityNotifier() responsibilities.Notifier {
 	rc := a.cfg.Rounds
 	base := a.cfg.BaseURL
 	if base == "" {

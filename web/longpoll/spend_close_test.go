@@ -1,4 +1,4 @@
-package runtime_test
+package longpoll_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
-	"github.com/visorhq/visor/web/runtime"
+	"github.com/visorhq/visor/web/longpoll"
 	"github.com/visorhq/visor/web/server"
 )
 
@@ -39,13 +39,13 @@ func TestClosingARunEndsItsRoundTokenAndLateSpendIsNotCounted(t *testing.T) {
 	minter := auth.NewRounds(postgres.NewCredentialStore(db), store)
 	resolver.Rounds = minter
 	ids := identity.NewService(store, resolver, log)
-	duties := responsibilities.NewService(postgres.NewResponsibilityStore(db), agents.NewDelegation(store))
-	duties.SetRounds(rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: minter, Changes: resolver}))
+	svc := responsibilities.NewService(postgres.NewResponsibilityStore(db), agents.NewDelegation(store))
+	svc.SetRounds(rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: minter, Changes: resolver}))
 	trail := postgres.NewAuditLog(db, 2, log)
 	require.NoError(t, trail.Start(ctx))
 	t.Cleanup(trail.Stop)
 	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
-	runtime.NewSpend(duties, trail).Register(e, resolver.Middleware(""))
+	longpoll.NewSpend(svc, trail).Register(e, resolver.Middleware(""))
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	post := func(token, body string) (int, string) {
@@ -64,9 +64,9 @@ func TestClosingARunEndsItsRoundTokenAndLateSpendIsNotCounted(t *testing.T) {
 	require.NoError(t, err)
 	ada, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "ada"})
 	require.NoError(t, err)
-	r, err := duties.Create(ctx, acme.ID, "", "operator:k", responsibilities.Draft{AgentID: ada.ID, Name: "inbox", SpendCapCents: 1000})
+	r, err := svc.Create(ctx, acme.ID, "", "operator:k", responsibilities.Draft{AgentID: ada.ID, Name: "inbox", SpendCapCents: 1000})
 	require.NoError(t, err)
-	first, err := duties.OpenRun(ctx, acme.ID, r.ID, responsibilities.Wake{Reason: responsibilities.ByOperator})
+	first, err := svc.OpenRun(ctx, acme.ID, r.ID, responsibilities.Wake{Reason: responsibilities.ByOperator})
 	require.NoError(t, err)
 	_, round, err := minter.Mint(ctx, acme.ID, ada.ID, first.TaskID, nil, 0)
 	require.NoError(t, err)
@@ -74,16 +74,16 @@ func TestClosingARunEndsItsRoundTokenAndLateSpendIsNotCounted(t *testing.T) {
 	require.Equal(t, 200, code, body)
 
 	// The next run opens: the first closes, and its token with it.
-	second, err := duties.OpenRun(ctx, acme.ID, r.ID, responsibilities.Wake{Reason: responsibilities.ByOperator})
+	second, err := svc.OpenRun(ctx, acme.ID, r.ID, responsibilities.Wake{Reason: responsibilities.ByOperator})
 	require.NoError(t, err)
 	code, body = post(round, `{"cost_cents": 500}`)
 	require.Equal(t, 401, code, "the closed run's round token stopped working: %s", body)
 
 	// A report that reaches the service anyway is not counted.
-	_, err = duties.ReportSpend(ctx, acme.ID, ada.ID, first.TaskID, 500)
+	_, err = svc.ReportSpend(ctx, acme.ID, ada.ID, first.TaskID, 500)
 	require.True(t, fault.Is(err, fault.Conflict), "%v", err)
 	require.Contains(t, fault.Message(err), "not counted")
-	sum, err := duties.Summarize(ctx, r)
+	sum, err := svc.Summarize(ctx, r)
 	require.NoError(t, err)
 	require.Equal(t, int64(10), sum.Window.SpendCents)
 
@@ -95,7 +95,7 @@ func TestClosingARunEndsItsRoundTokenAndLateSpendIsNotCounted(t *testing.T) {
 	require.Equal(t, 409, code, body)
 	var refusals int
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND tool = $2 AND outcome = 'refused'
-		AND message LIKE '%not counted%'`, acme.ID, runtime.SpendTool).Scan(&refusals))
+		AND message LIKE '%not counted%'`, acme.ID, longpoll.SpendTool).Scan(&refusals))
 	require.Equal(t, 1, refusals)
 
 	// Closing a run by its task being done ends its token too.
@@ -103,11 +103,11 @@ func TestClosingARunEndsItsRoundTokenAndLateSpendIsNotCounted(t *testing.T) {
 	require.NoError(t, err)
 	code, body = post(live, `{"cost_cents": 1}`)
 	require.Equal(t, 200, code, body)
-	_, err = duties.CloseRun(ctx, acme.ID, second.ID)
+	_, err = svc.CloseRun(ctx, acme.ID, second.ID)
 	require.NoError(t, err)
 	code, body = post(live, `{"cost_cents": 1}`)
 	require.Equal(t, 401, code, body)
-	sum, err = duties.Summarize(ctx, r)
+	sum, err = svc.Summarize(ctx, r)
 	require.NoError(t, err)
 	require.Equal(t, int64(11), sum.Window.SpendCents)
 }
