@@ -35,6 +35,9 @@ type View struct {
 
 	cat     *Catalog
 	failure string // why an action failed, for its audit row
+	// loadNames reads the tenant's names for Who and Agent, once.
+	loadNames func() *nameBook
+	names     *nameBook
 }
 
 // T returns message key in the page's language.
