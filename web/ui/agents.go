@@ -23,7 +23,7 @@ func (d *Dashboard) agentRoutes(g *echo.Group) {
 	g.GET("/agents", d.page(identity.ReadTenant, d.agents))
 	g.POST("/agents", d.action("createAgent", identity.ManageAgents, d.createAgent))
 	g.GET("/agents/:agent", d.page(identity.ReadTenant, d.agent))
-	g.POST("/agents/:agent/trash", d.action("trashAgent", identity.ManageAgents, d.trashAgent))
+	g.POST("/agents/:agent/trash", d.confirmFirst(identity.ManageAgents, "confirm.trash_agent", "agent.trash", d.action("trashAgent", identity.ManageAgents, d.trashAgent)))
 	g.POST("/agents/:agent/restore", d.action("restoreAgent", identity.ManageAgents, d.restoreAgent))
 	g.POST("/agents/:agent/settings", d.action("putAgentSettings", identity.ManageAgents, d.saveSettings))
 	g.POST("/agents/:agent/preview", d.form(identity.ManageAgents, d.previewSettings))
@@ -323,5 +323,8 @@ func (d *Dashboard) editError(c echo.Context, v *View, a identity.Agent, data ag
 		return err
 	}
 	data.EditError, data.EditDetail = v.formFailure(err)
+	// At the top of the page too, where the eye lands after the post; the
+	// editor repeats it beside the text.
+	v.Error, v.ErrorDetail = data.EditError, data.EditDetail
 	return d.renderAgent(c, v, fault.HTTPStatus(code), a, data)
 }

@@ -27,7 +27,7 @@ func (d *Dashboard) boardRoutes(g *echo.Group) {
 	g.GET("/board", d.page(identity.ReadTenant, d.withBoard(d.tasks)))
 	g.GET("/board/:task", d.page(identity.ReadTenant, d.withBoard(d.task)))
 	g.POST("/board/:task/assignee", d.action("updateTask", identity.ManageAgents, d.withBoard(d.reassignTask)))
-	g.POST("/board/:task/cancel", d.action("updateTask", identity.ManageAgents, d.withBoard(d.cancelTask)))
+	g.POST("/board/:task/cancel", d.confirmFirst(identity.ManageAgents, "confirm.cancel_task", "confirm.cancel_button", d.action("updateTask", identity.ManageAgents, d.withBoard(d.cancelTask))))
 }
 
 // withBoard answers 503 on a server built without the board.

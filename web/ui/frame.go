@@ -53,6 +53,7 @@ type Frame struct {
 	cat     *Catalog
 	pages   map[string]*template.Template
 	csrfKey []byte
+	onceKey []byte // seals secrets shown once after a redirect
 	secure  bool
 	origin  string
 	prefs   Preferences
@@ -81,7 +82,7 @@ func NewFrame(cfg FrameConfig) (*Frame, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Frame{cat: cat, pages: pages, csrfKey: key[:], secure: u.Scheme == "https", origin: u.Scheme + "://" + u.Host,
+	return &Frame{cat: cat, pages: pages, csrfKey: key[:], onceKey: onceKey(cfg.Secret), secure: u.Scheme == "https", origin: u.Scheme + "://" + u.Host,
 		prefs: cfg.Preferences, log: log}, nil
 }
 
