@@ -120,7 +120,7 @@ func (v *View) Stamp(t time.Time) string {
 	if t.IsZero() {
 		return v.Lang.FormatTime(t)
 	}
-	return t.UTC().Format(time.DateTime) + " UTC"
+	return v.Lang.FormatTimeIn(t, v.Zone(), true)
 }
 
 // Query joins a page's filter query and one more parameter. The result

@@ -43,18 +43,30 @@ type View struct {
 // T returns message key in the page's language.
 func (v *View) T(key string, args ...any) string { return v.cat.T(v.Lang, key, args...) }
 
-// Time formats t for the page's language.
+// Time formats t for the page's language, in the tenant's time zone
+// (UTC when it has none).
 func (v *View) Time(t any) string {
 	switch t := t.(type) {
 	case time.Time:
-		return v.Lang.FormatTime(t)
+		return v.Lang.FormatTimeIn(t, v.Zone(), false)
 	case *time.Time:
 		if t == nil {
 			return v.Lang.FormatTime(time.Time{})
 		}
-		return v.Lang.FormatTime(*t)
+		return v.Lang.FormatTimeIn(*t, v.Zone(), false)
 	}
 	return fmt.Sprint(t)
+}
+
+// Zone is where the page's times are written: the tenant's time zone
+// setting, else UTC.
+func (v *View) Zone() *time.Location {
+	if tz := v.Tenant.Settings.TimeZone; tz != "" {
+		if loc, err := time.LoadLocation(tz); err == nil {
+			return loc
+		}
+	}
+	return time.UTC
 }
 
 // Int formats an integer with thousands separators.
