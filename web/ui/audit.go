@@ -1,10 +1,10 @@
 package ui
 
 import (
-	"slices"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"

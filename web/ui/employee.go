@@ -130,4 +130,6 @@ func parseBudget(s string) (int64, error) {
 }
 
 // Dollars writes cents as the budget field's value ("125.50").
-func (v *View) Dollars(cents int64) string { return strconv.FormatFloat(float64(cents)/100, 'f', 2, 64) }
+func (v *View) Dollars(cents int64) string {
+	return strconv.FormatFloat(float64(cents)/100, 'f', 2, 64)
+}

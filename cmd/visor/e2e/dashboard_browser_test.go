@@ -212,6 +212,20 @@ func TestDashboardInABrowser(t *testing.T) {
 	expectChange(t, ada, 5*time.Second, "settings saved in the dashboard")
 	require.NotContains(t, toolNames(t, r, w.adaKey), victim)
 
+	// Edit ada's budget on her page.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/agents/"+w.ada.ID.String()),
+		chromedp.WaitVisible(chromedp.CSS(`#profile-h`)),
+		chromedp.Click(chromedp.CSS(`#profile-h`)),
+		chromedp.WaitVisible(chromedp.CSS(`#p-budget`)),
+		chromedp.SetValue(chromedp.CSS(`#p-budget`), "42.50"),
+		chromedp.Click(chromedp.CSS(`form[action$="/profile"] button.primary`)),
+	))
+	waitFor(t, tab, `location.search.includes("done=agent_saved")`, "the saved budget's notice")
+	saved, err := w.ids.Store().Agent(ctx, w.acme.ID, w.ada.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 4250, saved.BudgetCents, "the budget is saved")
+
 	// Create a key for ada on the keys page: its token is shown once and
 	// works on the MCP endpoint; revoked there, it is refused at once.
 	require.NoError(t, chromedp.Do(tab,
