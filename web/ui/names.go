@@ -112,3 +112,12 @@ func (v *View) link(sub, text string) template.HTML {
 
 // Set reports whether id names something (is not the zero id).
 func (v *View) Set(id uuid.UUID) bool { return id != uuid.Nil }
+
+// AgentName is an employee's name as plain text, for a place already
+// inside a link; "removed" when the id names no one.
+func (v *View) AgentName(id uuid.UUID) string {
+	if name, ok := v.book().agents[id]; ok {
+		return name
+	}
+	return v.T("names.removed")
+}
