@@ -62,13 +62,15 @@ func runDev(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 		return err
 	}
 	log := newLogger(cfg, e.stderr)
-	st := &steps{w: e.stdout, total: 4}
+	st := &steps{w: e.stdout, total: 5}
 	if err := st.run("Database", func() (string, error) { return ensureDatabase(ctx, cfg.DatabaseURL) }); err != nil {
 		return err
 	}
 	if err := st.run("Migrations", func() (string, error) { return migrateDev(ctx, cfg) }); err != nil {
 		return err
 	}
+	st.begin("Sandbox")
+	st.end(devSandbox(ctx, &cfg, e.getenv("VISOR_SANDBOX_WORKER"), dockerImageProbe))
 	st.begin("Listening")
 	err = serve(ctx, e, cfg, log, serveOptions{withWorker: true, service: "dev", onReady: func(a *app, base string) error {
 		st.end(base + " (Redis connected, job worker running in this process)")

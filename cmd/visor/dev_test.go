@@ -44,10 +44,11 @@ func TestDevFromNothing(t *testing.T) {
 	require.Contains(t, r.stdout.String(), creds["mcp_url"])
 	require.Contains(t, r.stdout.String(), creds["operator_key"])
 	// Each step is printed as it goes, in order, then a snippet to paste.
-	require.Regexp(t, `(?s)\[1/4\] Database\.\.\. +created "visor_[a-z0-9_]+" on [^\n]+:\d+\n`+
-		`\[2/4\] Migrations\.\.\. +applied \d+, the schema is current\n`+
-		`\[3/4\] Listening\.\.\. +`+regexp.QuoteMeta(r.base)+` \(Redis connected, job worker running in this process\)\n`+
-		`\[4/4\] Demo data\.\.\. +tenant "demo" with owner `, r.stdout.String())
+	require.Regexp(t, `(?s)\[1/5\] Database\.\.\. +created "visor_[a-z0-9_]+" on [^\n]+:\d+\n`+
+		`\[2/5\] Migrations\.\.\. +applied \d+, the schema is current\n`+
+		`\[3/5\] Sandbox\.\.\. +(sandbox worker running in this process|no sandbox worker, so execute_program answers no_worker\. [^\n]+)\n`+
+		`\[4/5\] Listening\.\.\. +`+regexp.QuoteMeta(r.base)+` \(Redis connected, job worker running in this process\)\n`+
+		`\[5/5\] Demo data\.\.\. +tenant "demo" with owner `, r.stdout.String())
 	require.Contains(t, r.stdout.String(), "claude mcp add --transport http visor "+creds["mcp_url"]+"\n")
 	require.Contains(t, r.stdout.String(), "claude mcp add --transport http visor "+creds["mcp_url"]+
 		` --header "Authorization: Bearer `+creds["operator_key"]+`"`)

@@ -90,18 +90,24 @@ func (r *Runner) check(ctx context.Context, p domain.Program) error {
 	if !slices.Contains(r.cfg.Allowed, p.Image) {
 		return domain.Unavailable("image_not_allowed", p.Image, "the image is not on the platform's allow-list", nil)
 	}
-	_, err := r.cli.ImageInspect(ctx, p.Image)
+	return r.ImageReady(ctx, p.Image)
+}
+
+// ImageReady says whether the engine answers and holds image, with the
+// same unavailable errors a run would get; nothing is created.
+func (r *Runner) ImageReady(ctx context.Context, image string) error {
+	_, err := r.cli.ImageInspect(ctx, image)
 	switch {
 	case err == nil:
 		return nil
 	case cerrdefs.IsNotFound(err):
-		return domain.Unavailable("image_missing", p.Image, "the image is not on the worker (images are never pulled automatically)", err)
+		return domain.Unavailable("image_missing", image, "the image is not on the worker (images are never pulled automatically)", err)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case client.IsErrConnectionFailed(err):
-		return domain.Unavailable("docker_unreachable", p.Image, "the Docker Engine cannot be reached", err)
+		return domain.Unavailable("docker_unreachable", image, "the Docker Engine cannot be reached", err)
 	}
-	return domain.Unavailable("docker_error", p.Image, "the Docker Engine refused to describe the image", err)
+	return domain.Unavailable("docker_error", image, "the Docker Engine refused to describe the image", err)
 }
 
 // errRemove marks a failure to remove a container.

@@ -148,9 +148,32 @@ func Timeout(seconds int) (time.Duration, error) {
 }
 
 // Unavailable is the error of a run that could not start: code names why
-// (docker_unreachable, image_missing, image_not_allowed, …) and the message
-// says how to get the image.
+// (docker_unreachable, image_missing, no_worker, …) and the message ends
+// with the fix for that cause, so a missing worker is not answered with
+// advice about images.
 func Unavailable(code, image, why string, cause error) error {
 	return fault.Newf(fault.Unavailable, cause,
-		"Script sandbox unavailable (%s): %s. The script was not run. To make the image available: docker pull %s", code, why, image)
+		"Script sandbox unavailable (%s): %s. The script was not run. %s", code, why, Fix(code, image))
+}
+
+// Fix is the operator's next step for an unavailable code.
+func Fix(code, image string) string {
+	switch code {
+	case "image_missing":
+		return "To make the image available on the sandbox worker's host: docker pull " + image + " (or build it there: docker build -t " + image + " deploy/sandbox)"
+	case "image_not_allowed":
+		return "Use an image on the platform's allow-list, or add " + image + " to VISOR_SANDBOX_IMAGES"
+	case "no_worker":
+		return "To start a sandbox worker: run `visor worker` with VISOR_SANDBOX_WORKER=true on a host with Docker and the image " + image +
+			" (Compose: the sandbox-worker service; `visor dev` starts one itself when Docker and the image are present)"
+	case "worker_lost":
+		return "Call again; another sandbox worker, or this one restarted, takes the next run"
+	case "worker_unreachable":
+		return "Check that this server and the sandbox workers reach Redis"
+	case "docker_unreachable":
+		return "Start the Docker Engine on the sandbox worker's host, or point DOCKER_HOST at it"
+	case "runtime_missing":
+		return "Register the runtime in /etc/docker/daemon.json, or unset VISOR_SANDBOX_RUNTIME"
+	}
+	return "The sandbox worker's log has the engine's error"
 }

@@ -131,6 +131,9 @@ func (v *View) formFailure(err error) (line, detail string) {
 	msg := fault.Message(err)
 	v.failure = msg
 	key := "form_error." + string(fault.CodeOf(err))
+	if fault.CodeOf(err) == fault.Conflict && strings.Contains(msg, "changed since") {
+		return v.T("form_error.stale"), msg // a version conflict: nothing "already exists"
+	}
 	if _, ok := v.cat.Message(v.Lang, key); !ok {
 		key = "form_error.other"
 	}

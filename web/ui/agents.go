@@ -23,9 +23,10 @@ func (d *Dashboard) agentRoutes(g *echo.Group) {
 	g.GET("/agents", d.page(identity.ReadTenant, d.agents))
 	g.POST("/agents", d.action("createAgent", identity.ManageAgents, d.createAgent))
 	g.GET("/agents/:agent", d.page(identity.ReadTenant, d.agent))
-	g.POST("/agents/:agent/trash", d.action("trashAgent", identity.ManageAgents, d.trashAgent))
+	g.POST("/agents/:agent/trash", d.confirmFirst(identity.ManageAgents, "confirm.trash_agent", "agent.trash", d.action("trashAgent", identity.ManageAgents, d.trashAgent)))
 	g.POST("/agents/:agent/restore", d.action("restoreAgent", identity.ManageAgents, d.restoreAgent))
 	g.POST("/agents/:agent/settings", d.action("putAgentSettings", identity.ManageAgents, d.saveSettings))
+	g.POST("/agents/:agent/profile", d.action("updateAgent", identity.ManageAgents, d.saveProfile))
 	g.POST("/agents/:agent/preview", d.form(identity.ManageAgents, d.previewSettings))
 }
 
@@ -168,6 +169,8 @@ type agentData struct {
 	Changed    bool // the settings changed since the editor's version
 	EditError  string
 	EditDetail string // the service's English message behind EditError
+	// Parts are the employee's keys, grants, requests, tasks and calls.
+	Parts employeeParts
 }
 
 func (d *Dashboard) agent(c echo.Context, v *View) error {
@@ -194,6 +197,11 @@ func (d *Dashboard) renderAgent(c echo.Context, v *View, status int, a identity.
 		}
 		data.Visible = p.Now
 	}
+	parts, err := d.employeeParts(ctx, v.Tenant.ID, a)
+	if err != nil {
+		return err
+	}
+	data.Parts = parts
 	v.Title, v.Nav, v.Data = "agent.title", "agents", data
 	return d.f.Render(c, status, "agent", v)
 }
@@ -323,5 +331,8 @@ func (d *Dashboard) editError(c echo.Context, v *View, a identity.Agent, data ag
 		return err
 	}
 	data.EditError, data.EditDetail = v.formFailure(err)
+	// At the top of the page too, where the eye lands after the post; the
+	// editor repeats it beside the text.
+	v.Error, v.ErrorDetail = data.EditError, data.EditDetail
 	return d.renderAgent(c, v, fault.HTTPStatus(code), a, data)
 }

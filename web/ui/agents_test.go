@@ -68,6 +68,9 @@ func TestSettingsPreviewThenSave(t *testing.T) {
 	res = b.submit(path, path+"/settings", edit)
 	require.Equal(t, http.StatusConflict, res.status, res.body)
 	require.Contains(t, res.body, "Someone changed these settings since you opened them.")
+	require.Regexp(t, `<main id="main">\s*<p class="error" role="alert">Someone changed this since you opened it\.`, res.body,
+		"the error leads the page, in words for a version conflict")
+	require.NotContains(t, res.body, "already exists")
 	require.Contains(t, res.body, "os_native&#34;:true", "the edit is kept")
 	rows := e.rows("putAgentSettings")
 	require.Len(t, rows, 2)

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,6 +40,11 @@ type auditData struct {
 	// Paged is set when the page is not the newest.
 	Paged                bool
 	Kinds, Outcomes, Src []string
+	// Filtered is set when any filter is chosen (the filters open).
+	Filtered bool
+	// Facets count the page's rows per outcome, tool and event.
+	Facets []Facet
+	Range  string
 }
 
 // auditQuery reads the page's filters: the admin API's parameters, with
@@ -55,8 +61,49 @@ func auditQuery(c echo.Context) (audit.Filter, url.Values, error) {
 			q.Set(n, v)
 		}
 	}
+	if r := c.QueryParam("range"); r != "" && q.Get("since") == "" {
+		d, ok := auditRanges[r]
+		if !ok {
+			return audit.Filter{}, nil, fault.New(fault.Invalid, "range must be 1h, 24h or 7d")
+		}
+		q.Set("since", time.Now().Add(-d).UTC().Format(time.RFC3339))
+	}
 	f, err := api.AuditFilter(q)
 	return f, q, err
+}
+
+// auditRanges are the relative time ranges the page offers in one click.
+var auditRanges = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
+
+// Facet is one value of a column and how many rows on the page hold it.
+type Facet struct {
+	Name, Value string
+	Count       int
+}
+
+// facets counts the page's rows by outcome, tool and event, most first.
+func facets(rows []audit.Entry) []Facet {
+	idx := map[[2]string]int{}
+	var out []Facet
+	add := func(name, value string) {
+		if value == "" {
+			return
+		}
+		k := [2]string{name, value}
+		if i, ok := idx[k]; ok {
+			out[i].Count++
+			return
+		}
+		idx[k] = len(out)
+		out = append(out, Facet{Name: name, Value: value, Count: 1})
+	}
+	for _, r := range rows {
+		add("outcome", r.Outcome)
+		add("tool", r.Tool)
+		add("event_type", r.Event)
+	}
+	slices.SortStableFunc(out, func(a, b Facet) int { return b.Count - a.Count })
+	return out
 }
 
 func (d *Dashboard) auditLog(c echo.Context, v *View) error {
@@ -80,12 +127,14 @@ func (d *Dashboard) auditLog(c echo.Context, v *View) error {
 		Src:      []string{audit.SourceMCP, audit.SourceAdminAPI, audit.SourceCLI, audit.SourceDashboard}}
 	for _, n := range auditFilterNames {
 		data.Form[n] = c.QueryParam(n)
+		data.Filtered = data.Filtered || data.Form[n] != ""
 	}
+	data.Range = c.QueryParam("range")
 	if len(rows) > auditPage {
 		rows = rows[:auditPage]
 		data.Older = rows[len(rows)-1].ID.String()
 	}
-	data.Rows = rows
+	data.Rows, data.Facets = rows, facets(rows)
 	v.Title, v.Nav, v.Data = "audit.title", "audit", data
 	return d.f.Render(c, http.StatusOK, "audit", v)
 }
@@ -120,7 +169,7 @@ func (v *View) Stamp(t time.Time) string {
 	if t.IsZero() {
 		return v.Lang.FormatTime(t)
 	}
-	return t.UTC().Format(time.DateTime) + " UTC"
+	return v.Lang.FormatTimeIn(t, v.Zone(), true)
 }
 
 // Query joins a page's filter query and one more parameter. The result
@@ -130,3 +179,6 @@ func (v *View) Query(base template.URL, name, value string) template.URL {
 	q.Set(name, value)
 	return template.URL(q.Encode())
 }
+
+// AuditRanges are the one-click time ranges, shortest first.
+func (v *View) AuditRanges() []string { return []string{"1h", "24h", "7d"} }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/web/ui"
 )
 
 // TestEveryPageAndActionByEveryRole walks role × page × action: every
@@ -146,30 +147,55 @@ func TestOwnerOnlyMemberChanges(t *testing.T) {
 
 var tokenRE = regexp.MustCompile(`<p class="secret" id="token">([^<]+)</p>`)
 
-// TestKeyShownOnceThenRevoked: a new key's token appears once, on the
-// answer to the post, and works until it is revoked.
+// TestKeyShownOnceThenRevoked: creating a key redirects (post, redirect,
+// get); the keys page then shows the token once, and a reload shows it no
+// more and creates no second key. Revoking asks first; the key works until
+// it is revoked.
 func TestKeyShownOnceThenRevoked(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	b := e.browser()
 	e.signIn(b, identity.RoleOperator)
 	res := b.submit("/t/acme/dashboard/keys", "/t/acme/dashboard/keys", url.Values{"name": {"deploy bot"}, "kind": {"operator"}, "days": {"30"}})
-	require.Equal(t, http.StatusCreated, res.status, res.body)
-	require.Equal(t, "no-store", res.header.Get("Cache-Control"))
-	token := field(t, tokenRE, res.body)
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, "/t/acme/dashboard/keys", res.header.Get("Location"))
+	require.NotContains(t, res.header.Get("Location")+res.body, "vsk_", "the token is in neither the URL nor the redirect")
+	shown := b.get("/t/acme/dashboard/keys")
+	require.Equal(t, http.StatusOK, shown.status)
+	require.Equal(t, "no-store", shown.header.Get("Cache-Control"))
+	token := field(t, tokenRE, shown.body)
 	require.True(t, strings.HasPrefix(token, "vsk_"), token)
 	ks, err := e.store.ListKeys(t.Context(), e.a.ID)
 	require.NoError(t, err)
 	require.Len(t, ks, 1)
 	require.ElementsMatch(t, identity.RoleOperator.Scopes(), ks[0].Scopes, "a key gets the scopes its maker holds, no more")
 	require.NotNil(t, ks[0].ExpiresAt)
-	list := b.get("/t/acme/dashboard/keys")
+	list := b.get("/t/acme/dashboard/keys") // the reload
 	require.NotContains(t, list.body, token, "the token is shown once")
 	require.NotContains(t, list.body, ks[0].SecretHash)
+	ks, err = e.store.ListKeys(t.Context(), e.a.ID)
+	require.NoError(t, err)
+	require.Len(t, ks, 1, "a reload creates no second key")
+	other := e.browser()
+	e.signIn(other, identity.RoleOwner)
+	require.NotContains(t, other.get("/t/acme/dashboard/keys").body, token)
 
-	res = b.submit("/t/acme/dashboard/keys", "/t/acme/dashboard/keys/"+ks[0].ID.String()+"/revoke", nil)
-	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	// The revoke button asks first, in plain HTML; nothing is revoked
+	// until the member says yes.
+	revoke := "/t/acme/dashboard/keys/" + ks[0].ID.String() + "/revoke"
+	ask := b.submit("/t/acme/dashboard/keys", revoke, url.Values{"what": {"deploy bot"}, ui.ConfirmField: {"0"}})
+	require.Equal(t, http.StatusOK, ask.status, ask.body)
+	require.Contains(t, ask.body, "Revoke the key deploy bot?")
+	require.Contains(t, ask.body, `<input type="hidden" name="confirmed" value="1">`)
+	require.NotContains(t, ask.body, "<script", "the confirmation needs no script")
 	got, err := e.store.Key(t.Context(), e.a.ID, ks[0].ID)
+	require.NoError(t, err)
+	require.Nil(t, got.RevokedAt, "asking revokes nothing")
+	require.Empty(t, e.rows("revokeKey"), "the question is not an action")
+
+	res = b.post(revoke, url.Values{"csrf_token": {field(t, csrfRE, ask.body)}, ui.ConfirmField: {"1"}, "what": {"deploy bot"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	got, err = e.store.Key(t.Context(), e.a.ID, ks[0].ID)
 	require.NoError(t, err)
 	require.NotNil(t, got.RevokedAt)
 
@@ -177,11 +203,11 @@ func TestKeyShownOnceThenRevoked(t *testing.T) {
 	res = b.submit("/t/acme/dashboard/keys", "/t/acme/dashboard/keys", url.Values{"name": {"too strong"}, "kind": {"operator"}, "scope": {"admin:write", "platform:root"}})
 	require.Contains(t, []int{http.StatusBadRequest, http.StatusForbidden}, res.status, res.body)
 	// Another tenant's key cannot be revoked from here.
-	other, _, err := e.ids.CreateKey(t.Context(), e.b.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "theirs"})
+	theirs, _, err := e.ids.CreateKey(t.Context(), e.b.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "theirs"})
 	require.NoError(t, err)
-	res = b.submit("/t/acme/dashboard/keys", "/t/acme/dashboard/keys/"+other.ID.String()+"/revoke", nil)
+	res = b.submit("/t/acme/dashboard/keys", "/t/acme/dashboard/keys/"+theirs.ID.String()+"/revoke", nil)
 	require.Equal(t, http.StatusNotFound, res.status)
-	got, err = e.store.Key(t.Context(), e.b.ID, other.ID)
+	got, err = e.store.Key(t.Context(), e.b.ID, theirs.ID)
 	require.NoError(t, err)
 	require.Nil(t, got.RevokedAt)
 }

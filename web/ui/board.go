@@ -27,7 +27,7 @@ func (d *Dashboard) boardRoutes(g *echo.Group) {
 	g.GET("/board", d.page(identity.ReadTenant, d.withBoard(d.tasks)))
 	g.GET("/board/:task", d.page(identity.ReadTenant, d.withBoard(d.task)))
 	g.POST("/board/:task/assignee", d.action("updateTask", identity.ManageAgents, d.withBoard(d.reassignTask)))
-	g.POST("/board/:task/cancel", d.action("updateTask", identity.ManageAgents, d.withBoard(d.cancelTask)))
+	g.POST("/board/:task/cancel", d.confirmFirst(identity.ManageAgents, "confirm.cancel_task", "confirm.cancel_button", d.action("updateTask", identity.ManageAgents, d.withBoard(d.cancelTask))))
 }
 
 // withBoard answers 503 on a server built without the board.
@@ -44,9 +44,13 @@ type tasksData struct {
 	Tasks []board.Task
 	Names map[uuid.UUID]string
 	// The filters as chosen, and their choices.
-	Status, Kind, Assignee string
-	Statuses               []board.Status
-	Agents                 []identity.Agent
+	Status, Kind, Assignee, Department, Goal string
+	Statuses                                 []board.Status
+	Agents                                   []identity.Agent
+	Departments                              []string
+	Goals                                    []board.Task
+	// Columns is the board by status, when no status is chosen.
+	Columns []Column
 	// Query is the filters as an encoded query string, for the paging
 	// links.
 	Query template.URL
@@ -57,6 +61,7 @@ type tasksData struct {
 func (d *Dashboard) tasks(c echo.Context, v *View) error {
 	ctx := c.Request().Context()
 	data := tasksData{Status: c.QueryParam("status"), Kind: c.QueryParam("kind"), Assignee: c.QueryParam("assignee"),
+		Department: c.QueryParam("department"), Goal: c.QueryParam("goal"),
 		Statuses: []board.Status{board.Open, board.InProgress, board.Blocked, board.Done, board.Cancelled}}
 	f := board.TaskFilter{Status: board.Status(data.Status), Kind: board.Kind(data.Kind), Limit: tasksShown + 1}
 	if f.Status != "" && !f.Status.Valid() {
@@ -72,6 +77,16 @@ func (d *Dashboard) tasks(c echo.Context, v *View) error {
 		}
 		f.Assignee = id
 	}
+	if data.Goal != "" {
+		id, err := uuid.Parse(data.Goal)
+		if err != nil {
+			return fault.New(fault.Invalid, "goal must be one of the listed goals")
+		}
+		f.Parent = id
+	}
+	if len(data.Department) > 100 {
+		return fault.New(fault.Invalid, "department must be one of the listed departments")
+	}
 	if len(c.QueryParam("cursor")) > 512 {
 		return fault.New(fault.Invalid, "the page cursor is not valid; start from the first page")
 	}
@@ -83,25 +98,35 @@ func (d *Dashboard) tasks(c echo.Context, v *View) error {
 	if ok {
 		f.After, data.Paged = &p, true
 	}
-	ts, err := d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, f)
-	if err != nil {
+	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
-	if len(ts) > tasksShown {
-		ts = ts[:tasksShown]
-		data.Next = api.EncodeCursor(board.PositionOf(ts[len(ts)-1]))
+	data.Departments = departments(data.Agents)
+	if data.Goals, err = d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Kind: board.KindGoal, Limit: 100}); err != nil {
+		return err
 	}
-	data.Tasks = ts
+	if data.Status == "" && !ok {
+		if data.Columns, err = d.columns(ctx, v.Tenant.ID, f, data.Department, data.Agents); err != nil {
+			return err
+		}
+	} else {
+		ts, err := d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, f)
+		if err != nil {
+			return err
+		}
+		if len(ts) > tasksShown {
+			ts = ts[:tasksShown]
+			data.Next = api.EncodeCursor(board.PositionOf(ts[len(ts)-1]))
+		}
+		data.Tasks = ts
+	}
 	q := url.Values{}
-	for k, val := range map[string]string{"status": data.Status, "kind": data.Kind, "assignee": data.Assignee} {
+	for k, val := range map[string]string{"status": data.Status, "kind": data.Kind, "assignee": data.Assignee, "department": data.Department, "goal": data.Goal} {
 		if val != "" {
 			q.Set(k, val)
 		}
 	}
 	data.Query = template.URL(q.Encode())
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
-		return err
-	}
 	data.Names = namesOf(data.Agents)
 	v.Title, v.Nav, v.Data = "board.title", "board", data
 	return d.f.Render(c, http.StatusOK, "board", v)

@@ -24,8 +24,8 @@ type OAuthAdmin interface {
 
 func (d *Dashboard) clientRoutes(g *echo.Group) {
 	g.GET("/clients", d.page(identity.ReadTenant, d.clients))
-	g.POST("/clients/delete", d.action("deleteOAuthClient", identity.ManageClients, d.deleteClient))
-	g.POST("/consents/revoke", d.action("revokeOAuthConsent", identity.ManageOwnConsents, d.revokeConsent))
+	g.POST("/clients/delete", d.confirmFirst(identity.ManageClients, "confirm.delete_client", "clients.delete", d.action("deleteOAuthClient", identity.ManageClients, d.deleteClient)))
+	g.POST("/consents/revoke", d.confirmFirst(identity.ManageOwnConsents, "confirm.revoke_consent", "consents.revoke", d.action("revokeOAuthConsent", identity.ManageOwnConsents, d.revokeConsent)))
 }
 
 type clientsData struct {

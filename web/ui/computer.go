@@ -18,7 +18,7 @@ func (d *Dashboard) computerRoutes(g *echo.Group) {
 	g.GET("/computer", d.page(identity.ReadTenant, d.withComputer(d.computerSessions)))
 	g.GET("/computer/:session", d.page(identity.ReadTenant, d.withComputer(d.computerSession)))
 	g.GET("/computer/:session/screenshot", d.page(identity.ReadTenant, d.withComputer(d.screenshot)))
-	g.POST("/computer/:session/stop", d.action("stopComputerSession", identity.ManageAgents, d.withComputer(d.stopSession)))
+	g.POST("/computer/:session/stop", d.confirmFirst(identity.ManageAgents, "confirm.stop_session", "session.stop", d.action("stopComputerSession", identity.ManageAgents, d.withComputer(d.stopSession))))
 }
 
 // withComputer answers 503 on a server built without computer use.

@@ -178,7 +178,9 @@ func (d *Dashboard) session(c echo.Context, t identity.Tenant) (*View, bool) {
 			stored = Lang(l)
 		}
 	}
-	return &View{Tenant: t, Member: &m, Principal: p, Lang: requestLang(c.Request(), stored), cat: d.f.cat}, true
+	return &View{Tenant: t, Member: &m, Principal: p, Lang: requestLang(c.Request(), stored), cat: d.f.cat,
+		loadNames:  func() *nameBook { return d.loadNames(ctx, t.ID) },
+		loadBadges: func() map[string]int { return d.loadBadges(ctx, t.ID) }}, true
 }
 
 func viewOf(c echo.Context) *View {

@@ -233,6 +233,9 @@ func (b *browser) submit(from, path string, form url.Values) page {
 		form = url.Values{}
 	}
 	form.Set("csrf_token", field(b.t, csrfRE, p.body))
+	if form.Get(ui.ConfirmField) == "" {
+		form.Set(ui.ConfirmField, "1") // a destructive action's confirmation page, answered yes
+	}
 	return b.post(path, form)
 }
 

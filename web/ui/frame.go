@@ -57,6 +57,7 @@ type Frame struct {
 	pages   map[string]*template.Template
 	csrfKey []byte
 	session string // the session cookie's name
+	onceKey []byte // seals secrets shown once after a redirect
 	secure  bool
 	origin  string
 	prefs   Preferences
@@ -88,7 +89,7 @@ func NewFrame(cfg FrameConfig) (*Frame, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Frame{cat: cat, pages: pages, csrfKey: key[:], secure: u.Scheme == "https", origin: u.Scheme + "://" + u.Host,
+	return &Frame{cat: cat, pages: pages, csrfKey: key[:], onceKey: onceKey(cfg.Secret), secure: u.Scheme == "https", origin: u.Scheme + "://" + u.Host,
 		session: cfg.SessionCookie, prefs: cfg.Preferences, log: log}, nil
 }
 

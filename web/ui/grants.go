@@ -22,7 +22,8 @@ func (d *Dashboard) grantRoutes(g *echo.Group) {
 	g.GET("/requests", d.page(identity.ReadTenant, d.requests))
 	g.POST("/requests/:request/approve", d.action("approveCapabilityRequest", identity.ManageGrants, d.approveRequest))
 	g.POST("/requests/:request/deny", d.action("denyCapabilityRequest", identity.ManageGrants, d.denyRequest))
-	g.POST("/grants/:grant/revoke", d.action("revokeGrant", identity.ManageGrants, d.revokeGrant))
+	g.POST("/requests/decide", d.action("decideCapabilityRequests", identity.ManageGrants, d.decideRequests))
+	g.POST("/grants/:grant/revoke", d.confirmFirst(identity.ManageGrants, "confirm.revoke_grant", "grants.revoke", d.action("revokeGrant", identity.ManageGrants, d.revokeGrant)))
 }
 
 type requestsData struct {
@@ -32,9 +33,6 @@ type requestsData struct {
 	Grants   []grants.Grant
 	Ended    bool // ended and expired grants are listed too
 	Names    map[uuid.UUID]string
-	// Lifetimes are the approval form's choices, in hours; 0 is "until
-	// revoked".
-	Lifetimes []int
 }
 
 func (d *Dashboard) requests(c echo.Context, v *View) error {
@@ -43,7 +41,7 @@ func (d *Dashboard) requests(c echo.Context, v *View) error {
 	}
 	ctx := c.Request().Context()
 	data := requestsData{Status: c.QueryParam("status"), Statuses: []string{string(grants.Pending), string(grants.Approved), string(grants.Denied)},
-		Ended: c.QueryParam("ended") == "1", Lifetimes: []int{0, 1, 8, 24, 168}}
+		Ended: c.QueryParam("ended") == "1"}
 	if data.Status == "" && !c.QueryParams().Has("status") {
 		data.Status = string(grants.Pending)
 	}
@@ -87,28 +85,47 @@ func pathUUID(c echo.Context, name, what string) (uuid.UUID, error) {
 	return id, nil
 }
 
+// formLifetime reads the approval form's lifetime in hours (0: until
+// revoked; empty: the default).
+func formLifetime(c echo.Context) (time.Duration, error) {
+	h := strings.TrimSpace(c.FormValue("hours"))
+	if h == "" {
+		return time.Duration(defaultLifetime) * time.Hour, nil
+	}
+	n, err := strconv.Atoi(h)
+	if err != nil || n < 0 || time.Duration(n)*time.Hour > grants.MaxTTL {
+		return 0, fault.New(fault.Invalid, "the lifetime must be a whole number of hours up to %d", int(grants.MaxTTL/time.Hour))
+	}
+	return time.Duration(n) * time.Hour, nil
+}
+
+// returnTo is the page a decision goes back to: the overview when it was
+// taken there, else the requests page.
+func returnTo(c echo.Context) string {
+	if c.FormValue("return") == "overview" {
+		return "overview"
+	}
+	return "requests"
+}
+
 // approveRequest approves a pending request with the lifetime chosen, in
-// hours (empty or 0: until revoked).
+// hours (0: until revoked).
 func (d *Dashboard) approveRequest(c echo.Context, v *View) error {
 	id, err := pathUUID(c, "request", "capability request")
 	if err != nil {
 		return err
 	}
 	v.Object = "capability_request:" + id.String()
-	var ttl time.Duration
-	if h := strings.TrimSpace(c.FormValue("hours")); h != "" && h != "0" {
-		n, err := strconv.Atoi(h)
-		if err != nil || n < 0 || time.Duration(n)*time.Hour > grants.MaxTTL {
-			return fault.New(fault.Invalid, "the lifetime must be a whole number of hours up to %d", int(grants.MaxTTL/time.Hour))
-		}
-		ttl = time.Duration(n) * time.Hour
+	ttl, err := formLifetime(c)
+	if err != nil {
+		return err
 	}
 	_, _, err = d.d.Grants.Approve(c.Request().Context(), v.Tenant.ID, id, grants.Approval{By: v.Principal.ID(), TTL: ttl,
 		Note: strings.TrimSpace(c.FormValue("note"))})
 	if err != nil {
 		return err
 	}
-	return back(c, v, "requests", "request_approved")
+	return back(c, v, returnTo(c), "request_approved")
 }
 
 func (d *Dashboard) denyRequest(c echo.Context, v *View) error {
@@ -120,7 +137,7 @@ func (d *Dashboard) denyRequest(c echo.Context, v *View) error {
 	if _, err := d.d.Grants.Deny(c.Request().Context(), v.Tenant.ID, id, v.Principal.ID(), strings.TrimSpace(c.FormValue("note"))); err != nil {
 		return err
 	}
-	return back(c, v, "requests", "request_denied")
+	return back(c, v, returnTo(c), "request_denied")
 }
 
 func (d *Dashboard) revokeGrant(c echo.Context, v *View) error {

@@ -138,16 +138,25 @@ func requestLang(r *http.Request, stored Lang) Lang {
 	return Negotiate(r.Header.Get("Accept-Language"))
 }
 
-// FormatTime writes t (in UTC) the way readers of l expect.
-func (l Lang) FormatTime(t time.Time) string {
+// FormatTime writes t in UTC the way readers of l expect.
+func (l Lang) FormatTime(t time.Time) string { return l.FormatTimeIn(t, time.UTC, false) }
+
+// FormatTimeIn writes t in loc, named by its zone, the one way the
+// dashboard writes times in l; seconds when the reader needs them (the
+// audit log).
+func (l Lang) FormatTimeIn(t time.Time, loc *time.Location, seconds bool) string {
 	if t.IsZero() {
 		return "—"
 	}
-	t = t.UTC()
-	if l == Japanese {
-		return t.Format("2006年1月2日 15:04 UTC")
+	clock := "15:04"
+	if seconds {
+		clock = "15:04:05"
 	}
-	return t.Format("2 Jan 2006 15:04 UTC")
+	t = t.In(loc)
+	if l == Japanese {
+		return t.Format("2006年1月2日 " + clock + " MST")
+	}
+	return t.Format("2 Jan 2006 " + clock + " MST")
 }
 
 // FormatInt writes n with thousands separators (the same comma in both

@@ -17,7 +17,7 @@ import (
 func (d *Dashboard) keyRoutes(g *echo.Group) {
 	g.GET("/keys", d.page(identity.ReadTenant, d.keys))
 	g.POST("/keys", d.action("createKey", identity.ManageKeys, d.createKey))
-	g.POST("/keys/:key/revoke", d.action("revokeKey", identity.ManageKeys, d.revokeKey))
+	g.POST("/keys/:key/revoke", d.confirmFirst(identity.ManageKeys, "confirm.revoke_key", "key.revoke", d.action("revokeKey", identity.ManageKeys, d.revokeKey)))
 }
 
 type keysData struct {
@@ -36,8 +36,19 @@ type keyForm struct {
 	Scopes                  []string
 }
 
+// keys shows the keys, and once, right after createKey's redirect, the
+// token of the key just created.
 func (d *Dashboard) keys(c echo.Context, v *View) error {
-	return d.renderKeys(c, v, http.StatusOK, keysData{Form: keyForm{Kind: string(identity.KeyOperator)}})
+	data := keysData{Form: keyForm{Kind: string(identity.KeyOperator)}}
+	if o, ok := d.f.takeOnce(c, v.Dash("keys"), v.Tenant.ID.String(), v.Member.ID.String()); ok {
+		if id, err := uuid.Parse(o.Object); err == nil {
+			if k, err := d.d.Identity.Store().Key(c.Request().Context(), v.Tenant.ID, id); err == nil {
+				data.Token, data.Created = o.Secret, &k
+				v.Notice = "done.key_created"
+			}
+		}
+	}
+	return d.renderKeys(c, v, http.StatusOK, data)
 }
 
 func (d *Dashboard) renderKeys(c echo.Context, v *View, status int, data keysData) error {
@@ -69,7 +80,7 @@ func (d *Dashboard) renderKeys(c echo.Context, v *View, status int, data keysDat
 const maxKeyDays = 3650
 
 // createKey issues a key with the member's authority (never more than the
-// member holds) and shows its token once, on the answer to the post.
+// member holds) and redirects to the keys page, which shows its token once.
 func (d *Dashboard) createKey(c echo.Context, v *View) error {
 	fv, _ := c.FormParams()
 	f := keyForm{Name: strings.TrimSpace(c.FormValue("name")), Kind: c.FormValue("kind"), Agent: c.FormValue("agent"),
@@ -98,8 +109,8 @@ func (d *Dashboard) createKey(c echo.Context, v *View) error {
 		return d.keysFormError(c, v, f, err)
 	}
 	v.Object = "key:" + k.ID.String()
-	v.Notice = "done.key_created"
-	return d.renderKeys(c, v, http.StatusCreated, keysData{Token: token, Created: &k, Form: keyForm{Kind: string(identity.KeyOperator)}})
+	d.f.setOnce(c, v.Dash("keys"), onceValue{Tenant: v.Tenant.ID.String(), Member: v.Member.ID.String(), Object: k.ID.String(), Secret: token})
+	return back(c, v, "keys", "")
 }
 
 // keyAgent resolves the AI employee an agent key acts as, named by the

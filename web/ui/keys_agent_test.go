@@ -37,7 +37,7 @@ func TestAgentKeyNamesItsEmployee(t *testing.T) {
 		require.Contains(t, res.body, `value="`+bad+`"`, "the form is kept")
 	}
 	res := b.submit("/t/acme/dashboard/keys", "/t/acme/dashboard/keys", url.Values{"name": {"ada's key"}, "kind": {"agent"}, "agent": {"ada"}, "scope": {"tools:read"}})
-	require.Equal(t, http.StatusCreated, res.status, res.body)
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	ks, err := e.store.ListKeys(ctx, e.a.ID)
 	require.NoError(t, err)
 	require.Len(t, ks, 1)

@@ -15,7 +15,7 @@ func (d *Dashboard) memberRoutes(g *echo.Group) {
 	g.GET("/members", d.page(identity.ReadTenant, d.members))
 	g.POST("/members", d.action("createMember", identity.ManageMembers, d.addMember))
 	g.POST("/members/:member/role", d.action("updateMember", identity.ManageMembers, d.setRole))
-	g.POST("/members/:member/remove", d.action("deleteMember", identity.ManageMembers, d.removeMember))
+	g.POST("/members/:member/remove", d.confirmFirst(identity.ManageMembers, "confirm.remove_member", "member.remove", d.action("deleteMember", identity.ManageMembers, d.removeMember)))
 }
 
 type membersData struct {

@@ -28,6 +28,8 @@ type overviewData struct {
 	Names    liveData
 	// CanAudit: the member may read the audit trail (the refusals).
 	CanAudit bool
+	// Triage counts what needs a person now.
+	Triage triage
 }
 
 func (d *Dashboard) overview(c echo.Context, v *View) error {
@@ -61,6 +63,9 @@ func (d *Dashboard) overview(c echo.Context, v *View) error {
 		if data.Pending, err = d.d.Grants.Store().ListRequests(ctx, v.Tenant.ID, grants.Pending, nil, overviewShown); err != nil {
 			return err
 		}
+	}
+	if data.Triage, err = d.triage(ctx, v, data.CanAudit); err != nil {
+		return err
 	}
 	v.Title, v.Nav, v.Data = "overview.title", "overview", data
 	return d.f.Render(c, http.StatusOK, "overview", v)

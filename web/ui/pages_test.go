@@ -77,7 +77,7 @@ func TestPagesByRole(t *testing.T) {
 		path, shows string
 	}{
 		{"overview", "os_click"}, {"requests", "ada"}, {"live", "host-a:8080"}, {"clients", "consents"}, {"tenant", "Acme"},
-		{"audit", "permission_denied"}, {"audit?outcome=refused&tool=os_click", "agent:" + ada.ID.String()},
+		{"audit", "permission_denied"}, {"audit?outcome=refused&tool=os_click", `/agents/` + ada.ID.String() + `">ada</a>`},
 	}
 	// offers: the mark of each action on its page, and whether each role
 	// may take it.

@@ -35,23 +35,41 @@ type View struct {
 
 	cat     *Catalog
 	failure string // why an action failed, for its audit row
+	// loadNames reads the tenant's names for Who and Agent, once.
+	loadNames func() *nameBook
+	names     *nameBook
+	// loadBadges counts what waits in the menu's entries, once.
+	loadBadges func() map[string]int
+	badges     map[string]int
 }
 
 // T returns message key in the page's language.
 func (v *View) T(key string, args ...any) string { return v.cat.T(v.Lang, key, args...) }
 
-// Time formats t for the page's language.
+// Time formats t for the page's language, in the tenant's time zone
+// (UTC when it has none).
 func (v *View) Time(t any) string {
 	switch t := t.(type) {
 	case time.Time:
-		return v.Lang.FormatTime(t)
+		return v.Lang.FormatTimeIn(t, v.Zone(), false)
 	case *time.Time:
 		if t == nil {
 			return v.Lang.FormatTime(time.Time{})
 		}
-		return v.Lang.FormatTime(*t)
+		return v.Lang.FormatTimeIn(*t, v.Zone(), false)
 	}
 	return fmt.Sprint(t)
+}
+
+// Zone is where the page's times are written: the tenant's time zone
+// setting, else UTC.
+func (v *View) Zone() *time.Location {
+	if tz := v.Tenant.Settings.TimeZone; tz != "" {
+		if loc, err := time.LoadLocation(tz); err == nil {
+			return loc
+		}
+	}
+	return time.UTC
 }
 
 // Int formats an integer with thousands separators.
@@ -111,31 +129,57 @@ func (v *View) Menu() []MenuItem {
 }
 
 // MenuItem is one entry of the dashboard menu: its label (a message key),
-// its path below the dashboard, and the action needed to open it.
+// its path below the dashboard, the action needed to open it, and the
+// group it is listed under (a message key).
 type MenuItem struct {
 	Label string
 	Sub   string
 	Needs identity.Action
+	Group string
 }
 
-// menu lists the dashboard's pages in menu order. Add a page's entry here
-// (one line).
+// MenuGroup is a heading of the menu and its entries.
+type MenuGroup struct {
+	Label string
+	Items []MenuItem
+}
+
+// menu lists the dashboard's pages in menu order, each in its group: what
+// needs a person now, the employees' work, who may act, and the tenant.
+// A new page adds one line here, in the group it belongs to (or a new
+// group, which appears in order of first use).
 func menu() []MenuItem {
 	return []MenuItem{
-		{"nav.overview", "overview", identity.ReadTenant},
-		{"nav.agents", "agents", identity.ReadTenant},
-		{"nav.requests", "requests", identity.ReadTenant},
-		{"nav.board", "board", identity.ReadTenant},
-		{"nav.responsibilities", "responsibilities", identity.ReadTenant},
-		{"nav.questions", "questions", identity.ReadTenant},
-		{"nav.sandbox", "sandbox", identity.ReadTenant},
-		{"nav.computer", "computer", identity.ReadTenant},
-		{"nav.dbsources", "dbsources", identity.ReadTenant},
-		{"nav.keys", "keys", identity.ReadTenant},
-		{"nav.members", "members", identity.ReadTenant},
-		{"nav.live", "live", identity.ReadTenant},
-		{"nav.clients", "clients", identity.ReadTenant},
-		{"nav.settings", "tenant", identity.ReadTenant},
-		{"nav.audit", "audit", identity.ReadAudit},
+		{"nav.overview", "overview", identity.ReadTenant, "nav.group.triage"},
+		{"nav.requests", "requests", identity.ReadTenant, "nav.group.triage"},
+		{"nav.questions", "questions", identity.ReadTenant, "nav.group.triage"},
+		{"nav.audit", "audit", identity.ReadAudit, "nav.group.triage"},
+		{"nav.agents", "agents", identity.ReadTenant, "nav.group.work"},
+		{"nav.board", "board", identity.ReadTenant, "nav.group.work"},
+		{"nav.responsibilities", "responsibilities", identity.ReadTenant, "nav.group.work"},
+		{"nav.sandbox", "sandbox", identity.ReadTenant, "nav.group.work"},
+		{"nav.computer", "computer", identity.ReadTenant, "nav.group.work"},
+		{"nav.dbsources", "dbsources", identity.ReadTenant, "nav.group.work"},
+		{"nav.keys", "keys", identity.ReadTenant, "nav.group.access"},
+		{"nav.members", "members", identity.ReadTenant, "nav.group.access"},
+		{"nav.clients", "clients", identity.ReadTenant, "nav.group.access"},
+		{"nav.live", "live", identity.ReadTenant, "nav.group.access"},
+		{"nav.settings", "tenant", identity.ReadTenant, "nav.group.tenant"},
 	}
+}
+
+// MenuGroups returns the menu the member may open, grouped.
+func (v *View) MenuGroups() []MenuGroup {
+	var out []MenuGroup
+	at := map[string]int{}
+	for _, m := range v.Menu() {
+		i, ok := at[m.Group]
+		if !ok {
+			i = len(out)
+			at[m.Group] = i
+			out = append(out, MenuGroup{Label: m.Group})
+		}
+		out[i].Items = append(out[i].Items, m)
+	}
+	return out
 }

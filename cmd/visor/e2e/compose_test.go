@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -174,8 +175,6 @@ func upStack(t *testing.T, tool composeTool, imgs stackImages) *stack {
 	// The sandbox worker's script directory is mounted at the same path on
 	// the host and in the container; the engine creates it as root.
 	scripts := filepath.Join(work, "sandbox")
-	envFile := filepath.Join(work, "visor.env")
-	require.NoError(t, os.WriteFile(envFile, []byte("VISOR_LOG_FORMAT=text\nVISOR_SHUTDOWN_TIMEOUT=3s\n"), 0o600))
 	port := freePort(t)
 	s := &stack{
 		tool:    tool,
@@ -183,11 +182,16 @@ func upStack(t *testing.T, tool composeTool, imgs stackImages) *stack {
 		root:    root,
 		base:    fmt.Sprintf("http://127.0.0.1:%d", port),
 	}
+	// Visor's settings go in visor.env, as the docs say; the shell
+	// carries only what the compose file itself interpolates.
+	envFile := filepath.Join(work, "visor.env")
+	require.NoError(t, os.WriteFile(envFile, []byte("VISOR_LOG_FORMAT=text\nVISOR_SHUTDOWN_TIMEOUT=3s\n"+
+		"VISOR_BASE_URL="+s.base+"\nVISOR_SANDBOX_IMAGES="+imgs.Sandbox+"\n"), 0o600))
 	s.env = []string{
 		"POSTGRES_PASSWORD=" + randomHex(t, 16),
 		"VISOR_IMAGE=" + imgs.Visor, "POSTGRES_IMAGE=" + imgs.Postgres, "REDIS_IMAGE=" + imgs.Redis,
-		"VISOR_ENV_FILE=" + envFile, "SANDBOX_SCRIPT_DIR=" + scripts, "VISOR_SANDBOX_IMAGES=" + imgs.Sandbox,
-		fmt.Sprintf("VISOR_PORT=%d", port), "VISOR_BASE_URL=" + s.base,
+		"VISOR_ENV_FILE=" + envFile, "SANDBOX_SCRIPT_DIR=" + scripts,
+		fmt.Sprintf("VISOR_PORT=%d", port), "VISOR_BASE_URL=", "VISOR_SANDBOX_IMAGES=",
 		"COMPOSE_PROJECT_NAME=", "COMPOSE_FILE=",
 	}
 	t.Cleanup(func() {
@@ -274,6 +278,14 @@ func checkStack(t *testing.T, s *stack) {
 	token := regexp.MustCompile(`vsk_\S+`).FindString(out2)
 	require.NotEmpty(t, token, "key create printed no key: %s", out2)
 	tenantOfKey.Store(token, "acme")
+
+	// The OAuth issuer is built from the VISOR_BASE_URL visor.env gave.
+	resp, err := http.Get(s.base + "/.well-known/oauth-authorization-server/t/acme")
+	require.NoError(t, err)
+	var meta struct{ Issuer string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&meta))
+	resp.Body.Close()
+	require.Equal(t, s.base+"/t/acme", meta.Issuer, "the issuer comes from visor.env")
 
 	names := toolNames(t, &replica{name: s.project, base: s.base}, token)
 	require.NotEmpty(t, names)

@@ -21,8 +21,12 @@ import (
 // BenchmarkDashboardTTFB measures the time to first byte of dashboard
 // pages as a signed-in owner sees them, in a tenant with 1,000 AI
 // employees and 1,000,000 audit rows: the agents page (its first 50, a
-// page deep by keyset, and a search by department), the audit page (its newest 50 rows, unfiltered, filtered to refusals, and
-// three pages back by keyset) and the overview. Each page is fetched 200
+// page deep by keyset, and a search by department), one employee's page
+// (keys, grants, requests, tasks, recent calls), the audit page (its
+// newest 50 rows with their facet counts, unfiltered, filtered to
+// refusals, the last hour and the refusals of the last day as the
+// overview links them, and three pages back by keyset) and the overview
+// (with its triage counts). Each page is fetched 200
 // times after 10 warm-up requests, one at a time; b.N is ignored (run with
 // -benchtime 1x).
 //
@@ -50,7 +54,12 @@ func BenchmarkDashboardTTFB(b *testing.B) {
 		require.NotNil(b, m, "the audit page links to older rows")
 		third = strings.ReplaceAll(m[1], "&amp;", "&")
 	}
+	mid, err := w.ids.Store().AgentByName(ctx, w.acme.ID, "agent-00500")
+	require.NoError(b, err)
 	pages := []struct{ name, path string }{
+		{"employee", "/t/acme/dashboard/agents/" + mid.ID.String()},
+		{"audit-last-hour", "/t/acme/dashboard/audit?range=1h"},
+		{"audit-refused-day", "/t/acme/dashboard/audit?outcome=refused&range=24h"},
 		{"agents-first", "/t/acme/dashboard/agents"},
 		{"agents-page-11", "/t/acme/dashboard/agents?after=agent-00500"},
 		{"agents-search", "/t/acme/dashboard/agents?q=dept-7"},

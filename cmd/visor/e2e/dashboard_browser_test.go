@@ -82,6 +82,14 @@ func waitFor(t *testing.T, tab context.Context, cond, what string) {
 	}
 }
 
+// evalString returns what the JavaScript expression js evaluates to.
+func evalString(t *testing.T, tab context.Context, js string) string {
+	t.Helper()
+	s, err := chromedp.Run(tab, chromedp.Evaluate[string](js))
+	require.NoError(t, err, js)
+	return s
+}
+
 // textOf returns the text of the first element matching sel.
 func textOf(t *testing.T, tab context.Context, sel string) string {
 	t.Helper()
@@ -121,7 +129,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	browser := chromium(t)
 	tab, closeTab := chromedp.NewContext(browser)
 	defer closeTab()
-	tab, cancel := context.WithTimeout(tab, 3*time.Minute)
+	tab, cancel := context.WithTimeout(tab, 6*time.Minute)
 	defer cancel()
 	dash := r.base + "/t/acme/dashboard"
 	require.NoError(t, chromedp.Do(tab, chromedp.EmulateViewport(1280, 900)))
@@ -142,20 +150,21 @@ func TestDashboardInABrowser(t *testing.T) {
 	checkAccessible(t, tab, "overview (en)")
 	shoot(t, tab, "overview.en")
 
-	// Approve for eight hours; the employee's open stream hears it.
+	// Approve from the overview, for eight hours (the default lifetime);
+	// the employee's open stream hears it.
+	require.Equal(t, "8", evalString(t, tab, `document.getElementById("hours-`+reqID+`").value`), "a finite lifetime is the default")
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Click(chromedp.CSS(`form[action$="/requests/`+reqID+`/approve"] button.primary`)),
+	))
+	waitFor(t, tab, `location.pathname.endsWith("/overview") && !!document.querySelector("p.notice")`, "the approval's notice on the overview")
+	expectChange(t, ada, 5*time.Second, "approval in the dashboard")
+	require.Contains(t, toolNames(t, r, w.adaKey), "agent_status")
 	require.NoError(t, chromedp.Do(tab,
 		chromedp.Navigate(dash+"/requests"),
-		chromedp.WaitVisible(chromedp.CSS(`#hours-`+reqID)),
+		chromedp.WaitVisible(chromedp.CSS(`#grants`)),
 	))
 	checkAccessible(t, tab, "requests (en)")
 	shoot(t, tab, "requests.en")
-	require.NoError(t, chromedp.Do(tab,
-		chromedp.SetValue(chromedp.CSS(`#hours-`+reqID), "8"),
-		chromedp.Click(chromedp.CSS(`form[action$="/requests/`+reqID+`/approve"] button`)),
-	))
-	waitFor(t, tab, `!!document.querySelector("p.notice")`, "the approval's notice")
-	expectChange(t, ada, 5*time.Second, "approval in the dashboard")
-	require.Contains(t, toolNames(t, r, w.adaKey), "agent_status")
 	require.Contains(t, textOf(t, tab, "#grants"), "agent_status", "the grant is listed")
 
 	// Edit ada's settings with the preview: found by the agents page's
@@ -203,6 +212,20 @@ func TestDashboardInABrowser(t *testing.T) {
 	expectChange(t, ada, 5*time.Second, "settings saved in the dashboard")
 	require.NotContains(t, toolNames(t, r, w.adaKey), victim)
 
+	// Edit ada's budget on her page.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/agents/"+w.ada.ID.String()),
+		chromedp.WaitVisible(chromedp.CSS(`#profile-h`)),
+		chromedp.Click(chromedp.CSS(`#profile-h`)),
+		chromedp.WaitVisible(chromedp.CSS(`#p-budget`)),
+		chromedp.SetValue(chromedp.CSS(`#p-budget`), "42.50"),
+		chromedp.Click(chromedp.CSS(`form[action$="/profile"] button.primary`)),
+	))
+	waitFor(t, tab, `location.search.includes("done=agent_saved")`, "the saved budget's notice")
+	saved, err := w.ids.Store().Agent(ctx, w.acme.ID, w.ada.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 4250, saved.BudgetCents, "the budget is saved")
+
 	// Create a key for ada on the keys page: its token is shown once and
 	// works on the MCP endpoint; revoked there, it is refused at once.
 	require.NoError(t, chromedp.Do(tab,
@@ -217,15 +240,24 @@ func TestDashboardInABrowser(t *testing.T) {
 	token := strings.TrimSpace(textOf(t, tab, "#token"))
 	require.NotEmpty(t, token)
 	require.Equal(t, http.StatusOK, mcpStatus(t, r, token, ""), "the new key works")
-	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/keys"), chromedp.WaitVisible(chromedp.CSS(`#key-name`))))
+	// A reload shows the token no more and creates no second key.
+	require.NoError(t, chromedp.Do(tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#key-name`))))
 	html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
 	require.NoError(t, err)
 	require.NotContains(t, html, token, "the token is shown only once")
+	require.Equal(t, "1", evalString(t, tab, `String([...document.querySelectorAll("main tbody tr td:first-child")].filter(td => td.textContent.trim() === "browser-key").length)`),
+		"one key, however often the page is reloaded")
 	checkAccessible(t, tab, "keys (en)")
 	shoot(t, tab, "keys.en")
+	// Revoking asks first; the key works until the member confirms.
 	require.NoError(t, chromedp.Do(tab,
 		chromedp.Click(chromedp.Search(`//tr[td[1][normalize-space()="browser-key"]]//button[contains(@class, "danger")]`)),
 	))
+	waitFor(t, tab, `!!document.querySelector("input[name=confirmed][value='1']")`, "the confirmation page")
+	require.Contains(t, textOf(t, tab, "main"), "Revoke the key browser-key?")
+	checkAccessible(t, tab, "confirm (en)")
+	require.Equal(t, http.StatusOK, mcpStatus(t, r, token, ""), "asking revokes nothing")
+	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`main form button.danger`))))
 	waitFor(t, tab, `location.search.includes("done=key_revoked")`, "the revocation's notice")
 	require.Equal(t, http.StatusUnauthorized, mcpStatus(t, r, token, ""), "the revoked key is refused")
 
@@ -244,11 +276,16 @@ func TestDashboardInABrowser(t *testing.T) {
 	checkAccessible(t, tab, "live streams (en)")
 	shoot(t, tab, "live.en")
 
-	// Filter the audit log to the approval and export it as CSV.
+	// Filter the audit log to the approval by clicking its cell, narrow
+	// it to the dashboard in the folded filters, and export it as CSV.
 	require.NoError(t, chromedp.Do(tab,
 		chromedp.Navigate(dash+"/audit"),
-		chromedp.WaitVisible(chromedp.CSS(`#f-action`)),
-		chromedp.SendKeys(chromedp.CSS(`#f-action`), "approveCapabilityRequest"),
+		chromedp.WaitVisible(chromedp.CSS(`#audit-rows`)),
+		chromedp.Click(chromedp.Search(`//table[@id="audit-rows"]//a[code[normalize-space()="approveCapabilityRequest"]]`)),
+	))
+	waitFor(t, tab, `location.search.includes("action=approveCapabilityRequest") && !!document.getElementById("audit-rows")`, "the audit page filtered by a click")
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.WaitVisible(chromedp.CSS(`#f-source`)), // a chosen filter unfolds the filters
 		chromedp.SetValue(chromedp.CSS(`#f-source`), "dashboard"),
 		chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)),
 	))

@@ -78,7 +78,7 @@ func TestFamilyPagesInABrowser(t *testing.T) {
 	browser := chromium(t)
 	tab, closeTab := chromedp.NewContext(browser)
 	defer closeTab()
-	tab, cancel := context.WithTimeout(tab, 3*time.Minute)
+	tab, cancel := context.WithTimeout(tab, 6*time.Minute)
 	defer cancel()
 	dash := r.base + "/t/acme/dashboard"
 	require.NoError(t, chromedp.Do(tab, chromedp.EmulateViewport(1280, 900)))

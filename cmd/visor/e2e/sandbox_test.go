@@ -169,7 +169,8 @@ func TestExecuteProgramOverMCP(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.IsError)
 		require.Contains(t, text(res), "Script sandbox unavailable (no_worker)")
-		require.Contains(t, text(res), "docker pull "+s.image)
+		require.Contains(t, text(res), "run `visor worker` with VISOR_SANDBOX_WORKER=true", "the fix for a missing worker")
+		require.NotContains(t, text(res), "docker pull", "the image is not the cause")
 		var n int
 		require.NoError(t, s.w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND tool = 'execute_program'
 			AND event_type = 'script_sandbox_unavailable' AND outcome = 'tool_error'`, s.w.acme.ID).Scan(&n))
