@@ -114,7 +114,7 @@ func (h *Handler) decide(ctx context.Context, p identity.Principal, name string,
 	if argErr != nil {
 		return nil, h.toolError(e, argErr), nil
 	}
-	return &allowedCall{tool: tool, call: tools.Call{Subject: sub, Name: name, Args: args, Raw: rawArgs}}, nil, nil
+	return &allowedCall{tool: tool, call: tools.Call{Subject: sub, ID: e.ID, Name: name, Args: args, Raw: rawArgs}}, nil, nil
 }
 
 // begin makes the row of a call that may change something durable, as
