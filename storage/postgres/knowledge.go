@@ -65,10 +65,10 @@ func (s *KnowledgeStore) PutMemory(ctx context.Context, m *knowledge.Memory) (er
 			}
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO memory_sources (tenant_id, memory_id, source_key, inherited)
-			SELECT $1, $2, $3, false
+			SELECT $1::uuid, $2::uuid, $3::text, false
 			UNION
-			SELECT DISTINCT $1, $2, source_key, true FROM memory_sources
-			 WHERE tenant_id = $1 AND memory_id = ANY($4) AND source_key <> $3`,
+			SELECT DISTINCT $1::uuid, $2::uuid, source_key, true FROM memory_sources
+			 WHERE tenant_id = $1::uuid AND memory_id = ANY($4::uuid[]) AND source_key <> $3::text`,
 			m.TenantID, m.ID, m.Source.Key, m.Parents)
 		return mapErr(err, "memory source")
 	})
