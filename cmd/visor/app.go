@@ -23,6 +23,7 @@ import (
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/lifecycle"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/responsibilities"
@@ -53,6 +54,8 @@ type app struct {
 	duties *responsibilities.Service
 	// computer is computer use: browser sessions and workspaces.
 	computer *computer.Service
+	// knowledge is memories, wikis, hand-offs and beliefs.
+	knowledge *knowledge.Service
 	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
 	// jobs; bell wakes this replica's long-polls.
 	rounds *rounds.Service
@@ -157,6 +160,9 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.duties.SetRounds(a.rounds)
 	a.board.SetRuns(a.duties)
 	a.computer = a.newComputer()
+	a.knowledge = knowledge.NewService(knowledge.Config{Store: postgres.NewKnowledgeStore(a.db), Directory: a.stores.identity,
+		Relations: agents.NewDelegation(a.stores.identity), Runs: a.duties, HandoffMaxBytes: cfg.HandoffMaxBytes})
+	a.rounds.SetNotes(a.knowledge)
 	return a, nil
 }
 

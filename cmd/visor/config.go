@@ -36,6 +36,7 @@ type Config struct {
 	Rounds            RoundsConfig   // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
 	Computer          ComputerConfig // VISOR_COMPUTER_* (see computer.go)
 	Sandbox           SandboxConfig  // VISOR_SANDBOX_*, VISOR_WORKER_ID (see sandbox.go)
+	HandoffMaxBytes   int            // VISOR_HANDOFF_MAX_BYTES: cap of one working_state_handoff, bytes of UTF-8
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -76,6 +77,7 @@ var envVars = []envVar{
 	{"VISOR_COMPUTER_SWEEP_EVERY", "30s", "how often a computer worker's janitor stops idle sessions and removes the containers of workers that stopped answering (after two sweeps in a row)"},
 	{"VISOR_COMPUTER_DEV_HOSTS", "", "development only: comma-separated host=address pins the browser egress proxy uses instead of DNS (shop.test=127.0.0.2)"},
 	{"VISOR_COMPUTER_DEV_TRUST_SPKI", "", "development only: comma-separated base64 SHA-256 public-key hashes of certificates the session browser accepts unverified (local test sites)"},
+	{"VISOR_HANDOFF_MAX_BYTES", "16384", "cap of one working_state_handoff, in bytes of UTF-8 (1024-1048576); a larger hand-off is refused whole, never truncated"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
 
@@ -162,6 +164,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.LiveCredentials, err = time.ParseDuration(get("VISOR_LIVE_CREDENTIAL_CHECK_EVERY")); err != nil || c.LiveCredentials < 100*time.Millisecond {
 		bad("VISOR_LIVE_CREDENTIAL_CHECK_EVERY", "%q must be a duration of at least 100ms, like 30s", get("VISOR_LIVE_CREDENTIAL_CHECK_EVERY"))
+	}
+	if c.HandoffMaxBytes, err = strconv.Atoi(get("VISOR_HANDOFF_MAX_BYTES")); err != nil || c.HandoffMaxBytes < 1024 || c.HandoffMaxBytes > 1<<20 {
+		bad("VISOR_HANDOFF_MAX_BYTES", "%q must be a number of bytes 1024-1048576", get("VISOR_HANDOFF_MAX_BYTES"))
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
 		bad("VISOR_ADMIN_TOKEN", "must be at least 32 characters (try: openssl rand -hex 32), or unset to disable")

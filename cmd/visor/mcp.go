@@ -31,6 +31,7 @@ func (a *app) families() []catalog.Family {
 		a.duties,
 		a.computer,
 		a.sandboxTools(),
+		a.knowledge,
 	}
 }
 

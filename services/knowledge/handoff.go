@@ -10,6 +10,7 @@ import (
 
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/rounds"
 )
 
 // Hand-off limits.
@@ -197,4 +198,20 @@ func trimAll(xs []string) []string {
 		}
 	}
 	return out
+}
+
+// HandoffLabel labels a hand-off carried to the next round.
+const HandoffLabel = "your hand-off from your previous round on this task"
+
+// RoundNotes is the rounds' Notes seam: the employee's newest hand-off
+// on the task, carried to its next round on it as data.
+func (s *Service) RoundNotes(ctx context.Context, tenantID, agentID, taskID uuid.UUID) ([]rounds.Data, error) {
+	h, err := s.cfg.Store.Handoff(ctx, tenantID, agentID, taskID)
+	if fault.Is(err, fault.NotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []rounds.Data{{Label: HandoffLabel, Author: "agent:" + agentID.String(), Text: h.Text()}}, nil
 }
