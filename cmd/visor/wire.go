@@ -62,6 +62,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, baseURL string, extra ...api.Res
 	adm.Add(api.NewGrants(a.grants))
 	adm.Add(api.NewBoard(a.board), api.NewRuntime(a.rounds))
 	adm.Add(api.NewResponsibilities(a.duties), api.NewQuestions(a.duties))
+	adm.Add(api.NewKnowledge(a.knowledge))
 	adm.Add(extra...)
 	return adm
 }

@@ -95,8 +95,8 @@ type Config struct {
 	Changes changes.Publisher
 	// Notes, when set, adds what the employee itself left for its next
 	// round on the task (its hand-off) to each payload, as data.
-	Notes Notes
-	Logger  *slog.Logger
+	Notes  Notes
+	Logger *slog.Logger
 }
 
 // Service delivers rounds and manages runtime endpoints and dead letters.
