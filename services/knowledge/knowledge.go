@@ -70,7 +70,10 @@ type Hit struct {
 // Query is a memory search. Agents is never empty: the service fills it
 // with the memories the caller may read. Zero fields do not filter.
 type Query struct {
-	Text      string
+	Text string
+	// Segments are the content words of a text written without spaces
+	// (Segments), matched by character trigrams.
+	Segments  []string
 	Agents    []uuid.UUID
 	Layer     Layer
 	SourceKey string

@@ -159,7 +159,7 @@ func (s *Service) Search(ctx context.Context, p identity.Principal, tenant ident
 	if err != nil {
 		return nil, err
 	}
-	q := Query{Text: strings.TrimSpace(in.Text), Agents: []uuid.UUID{agent}, Layer: in.Layer, SourceKey: in.Source,
+	q := Query{Text: strings.TrimSpace(in.Text), Segments: Segments(in.Text), Agents: []uuid.UUID{agent}, Layer: in.Layer, SourceKey: in.Source,
 		Since: in.Since, Until: in.Until, Limit: limit(in.Limit)}
 	return s.cfg.Store.Search(ctx, p.TenantID, q)
 }

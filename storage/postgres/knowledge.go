@@ -52,7 +52,7 @@ func (s *KnowledgeStore) PutMemory(ctx context.Context, m *knowledge.Memory) (er
 			}
 		}
 		err := tx.QueryRow(ctx, `INSERT INTO memories (tenant_id, id, agent_id, layer, subject, content, source_key, parents)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::uuid[], '{}')) RETURNING created_at`,
 			m.TenantID, m.ID, m.AgentID, m.Layer, m.Subject, m.Content, m.Source.Key, m.Parents).Scan(&m.CreatedAt)
 		if err != nil {
 			return mapErr(err, "memory")

@@ -3,25 +3,22 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/visorhq/visor/services/knowledge"
 )
 
-// trigramThreshold is the word similarity (share of the query's character
-// trigrams found in one stretch of a memory) a memory needs to match by
-// trigrams alone.
-const trigramThreshold = "0.3"
-
 // Search implements knowledge.Store: hybrid ranking of full-text matches
-// (English stemming; any word of the query may match) and character
-// trigram matches, which find text without spaces such as Japanese. The
-// trigram arm runs for queries with a character outside Latin scripts,
-// where the full-text parser cannot split words; the score is the sum of
-// the normalised full-text rank and the trigram word similarity.
+// (English stemming; any word of the query may match) and, for a query
+// with characters outside the Latin scripts (Japanese, written without
+// spaces), of the query's segments found in the text, which the
+// character-trigram index answers. The score is the normalised full-text
+// rank plus, for each segment a memory holds, a weight that grows with
+// the segment's length (longer words say more).
 func (s *KnowledgeStore) Search(ctx context.Context, tenantID uuid.UUID, q knowledge.Query) (out []knowledge.Hit, err error) {
 	args := []any{tenantID, q.Agents, q.Text}
 	where := []string{"m.tenant_id = $1", "m.agent_id = ANY($2)"}
@@ -45,39 +42,50 @@ func (s *KnowledgeStore) Search(ctx context.Context, tenantID uuid.UUID, q knowl
 	lim := len(args)
 	score, order := "0::float8", "m.created_at DESC, m.id DESC"
 	if q.Text != "" {
-		match := "m.tsv @@ q.tq"
-		if trigrams(q.Text) {
-			match = "(m.tsv @@ q.tq OR $3 <% m.content)"
+		match := []string{"m.tsv @@ q.tq"}
+		held := "0"
+		if trigrams(q.Text) && len(q.Segments) > 0 {
+			var weights []string
+			long := slices.ContainsFunc(q.Segments, func(seg string) bool { return utf8.RuneCountInString(seg) >= 3 })
+			for _, seg := range q.Segments {
+				args = append(args, "%"+likeEscaper.Replace(seg)+"%")
+				n := utf8.RuneCountInString(seg)
+				// The trigram index answers a pattern of three or more
+				// characters; shorter ones only score, unless there are
+				// no longer ones.
+				if n >= 3 || !long {
+					match = append(match, fmt.Sprintf("m.content LIKE $%d", len(args)))
+				}
+				weights = append(weights, fmt.Sprintf("CASE WHEN m.content LIKE $%d THEN %.3f ELSE 0 END", len(args), float64(min(n, 6))/6))
+			}
+			held = strings.Join(weights, " + ")
 		}
-		where = append(where, match)
-		score = "(coalesce(ts_rank_cd(m.tsv, q.tq, 32), 0) + CASE WHEN q.trgm THEN word_similarity($3, m.content) ELSE 0 END)::float8"
+		where = append(where, "("+strings.Join(match, " OR ")+")")
+		score = "(coalesce(ts_rank_cd(m.tsv, q.tq, 32), 0) + " + held + ")::float8"
 		order = "score DESC, m.created_at DESC, m.id DESC"
 	}
 	sql := fmt.Sprintf(`SELECT %s, %s AS score %s,
-		(SELECT NULLIF(replace(plainto_tsquery('english', $3)::text, ' & ', ' | '), '')::tsquery AS tq, %t AS trgm) q
+		(SELECT NULLIF(replace(plainto_tsquery('english', $3)::text, ' & ', ' | '), '')::tsquery AS tq) q
 		WHERE %s ORDER BY %s LIMIT $%d`,
-		memoryCols, score, memoryFrom, trigrams(q.Text), strings.Join(where, " AND "), order, lim)
-	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', `+trigramThreshold+`::text, true)`); err != nil {
-			return err
+		memoryCols, score, memoryFrom, strings.Join(where, " AND "), order, lim)
+	rows, err := s.db.Pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out = []knowledge.Hit{}
+	for rows.Next() {
+		var h knowledge.Hit
+		if h.Memory, err = scanMemory(rows, tenantID, &h.Score); err != nil {
+			return nil, err
 		}
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		out = []knowledge.Hit{}
-		for rows.Next() {
-			var h knowledge.Hit
-			if h.Memory, err = scanMemory(rows, tenantID, &h.Score); err != nil {
-				return err
-			}
-			out = append(out, h)
-		}
-		return rows.Err()
-	})
-	return out, err
+		out = append(out, h)
+	}
+	return out, rows.Err()
 }
+
+// likeEscaper makes a segment match itself in a LIKE pattern.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
 
 // trigrams reports whether text holds a character the English full-text
 // parser cannot split into words (anything past the Latin blocks).
