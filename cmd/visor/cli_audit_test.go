@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
@@ -40,6 +41,7 @@ func TestCLIChangesAreAudited(t *testing.T) {
 	ok("key", "revoke", "-tenant", "acme", keyID)
 	require.Error(t, runCmd(t, vars, "agent", "create", "-tenant", "acme", "-name", "lead").err, "a name taken twice")
 	require.Error(t, runCmd(t, vars, "member", "create", "-tenant", "nope", "-email", "x@y.example").err, "no tenant: no row anywhere")
+	require.Error(t, runCmd(t, vars, "memory", "forget-source", "-tenant", "acme", "-source", "round:"+uuid.NewString()).err, "no such source")
 
 	db, err := postgres.Open(context.Background(), url)
 	require.NoError(t, err)

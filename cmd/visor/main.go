@@ -61,7 +61,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		serveCommand(), workerCommand(), migrateCommand(), devCommand(),
-		tenantCommand(), memberCommand(), agentCommand(), keyCommand(),
+		tenantCommand(), memberCommand(), agentCommand(), keyCommand(), memoryCommand(),
 		healthcheckCommand(), versionCommand(), docsCommand(),
 	}
 }
