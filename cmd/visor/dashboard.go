@@ -36,7 +36,8 @@ func (a *app) mountDashboard(e *echo.Echo, resolver *auth.Resolver, frame *ui.Fr
 		Subjects: tools.NewSubjects(a.stores.identity, a.grants, 0), Logger: a.log.With("area", "dashboard"),
 		AuditLog: a.stores.audit, Tail: audit.Tail{Store: a.stores.audit}, Grants: a.grants, Streams: a.streams,
 		Clients: a.stores.credentials, OAuth: a.oauth, Duties: a.duties, Board: a.board,
-		SandboxRuns: a.stores.sandboxRuns, Computer: a.computer, ComputerSessions: a.stores.computer}
+		SandboxRuns: a.stores.sandboxRuns, Computer: a.computer, ComputerSessions: a.stores.computer,
+		Knowledge: a.knowledge}
 	if a.rdb != nil {
 		deps.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
 	}

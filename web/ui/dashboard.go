@@ -17,6 +17,7 @@ import (
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/sandbox"
@@ -75,6 +76,8 @@ type Deps struct {
 	// ComputerSessions lists them. Nil leaves their pages out.
 	Computer         *computer.Service
 	ComputerSessions computer.SessionReader
+	// Knowledge is memories, wikis and beliefs. Nil leaves its page out.
+	Knowledge *knowledge.Service
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -126,6 +129,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.boardRoutes(g)
 	d.sandboxRoutes(g)
 	d.computerRoutes(g)
+	d.knowledgeRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

@@ -126,6 +126,7 @@ func menu() []MenuItem {
 		{"nav.agents", "agents", identity.ReadTenant},
 		{"nav.requests", "requests", identity.ReadTenant},
 		{"nav.board", "board", identity.ReadTenant},
+		{"nav.knowledge", "knowledge", identity.ReadTenant},
 		{"nav.duties", "responsibilities", identity.ReadTenant},
 		{"nav.questions", "questions", identity.ReadTenant},
 		{"nav.sandbox", "sandbox", identity.ReadTenant},
