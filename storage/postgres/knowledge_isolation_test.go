@@ -126,7 +126,7 @@ func TestKnowledgeEmployeeIsolation(t *testing.T) {
 	require.Empty(t, ms)
 }
 
-func (f knowFixture) svc2agent(t *testing.T, name, dept string) (identity.Agent, error) {
+func (f knowFixture) svc2agent(t testing.TB, name, dept string) (identity.Agent, error) {
 	t.Helper()
 	return f.twoTenants.svc.CreateAgent(context.Background(), f.a.ID, identity.NewAgent{Name: name, Department: dept})
 }
