@@ -86,6 +86,37 @@ func TestKnowledgeOverMCPWithRoundTokens(t *testing.T) {
 	require.True(t, refused.IsError)
 	require.Contains(t, refused.Content[0].Text, "status complete forbids blocker and next_steps")
 
+	// A belief, settled by ada herself (it does not count), then verified
+	// by an operator over the admin API (it does).
+	var belief struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(callTool(t, r, tok, "belief_record", map[string]any{"subject": "venue",
+		"claim": "Umeda is confirmed by Friday.", "probability": 0.8}).Structured, &belief))
+	var settled struct {
+		Counts bool   `json:"counts_toward_calibration"`
+		Note   string `json:"note"`
+		Belief struct {
+			SettleSource string `json:"settle_source"`
+		} `json:"belief"`
+	}
+	require.NoError(t, json.Unmarshal(callTool(t, r, tok, "belief_settle", map[string]any{"belief_id": belief.ID, "outcome": true}).Structured, &settled))
+	require.False(t, settled.Counts)
+	require.Equal(t, "agent_unverified", settled.Belief.SettleSource)
+	require.Equal(t, knowledge.SettleNote, settled.Note)
+	var verified struct {
+		Counts bool `json:"counts_toward_calibration"`
+	}
+	w.api(t, r, http.MethodPost, "/tenants/acme/beliefs/"+belief.ID+"/settle", map[string]any{"outcome": true}, &verified)
+	require.True(t, verified.Counts)
+	var stats struct {
+		Stats knowledge.Stats `json:"stats"`
+	}
+	w.api(t, r, http.MethodGet, "/tenants/acme/agents/ada/beliefs/stats", nil, &stats)
+	require.Equal(t, knowledge.Insufficient, stats.Stats.Status)
+	require.Equal(t, 1, stats.Stats.Verified.N)
+	require.Nil(t, stats.Stats.Verified.HitRate)
+
 	// The next round of ada on this task: reassigned away and back.
 	callTool(t, r, w.operator, "tasks_update", map[string]any{"task_id": task.ID.String(), "assignee": "bob"})
 	callTool(t, r, w.operator, "tasks_update", map[string]any{"task_id": task.ID.String(), "assignee": "ada"})
