@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -126,18 +127,23 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 //
 //	go test ./storage/postgres -run '^$' -bench KnowledgeSearchMillion -benchtime 200x -timeout 60m
 func BenchmarkKnowledgeSearchMillion(b *testing.B) {
-	f := knowSetup(b)
-	ctx := context.Background()
-	agents := []uuid.UUID{f.agentA.ID}
-	for i := 1; i < 50; i++ {
-		a, err := f.svc2agent(b, fmt.Sprintf("emp%02d", i), "")
-		require.NoError(b, err)
-		agents = append(agents, a.ID)
+	var f knowFixture
+	if url := os.Getenv("VISOR_KNOWLEDGE_BENCH_DB"); url != "" {
+		f = loadedFixture(b, url)
+	} else {
+		f = knowSetup(b)
+		agents := []uuid.UUID{f.agentA.ID}
+		for i := 1; i < 50; i++ {
+			a, err := f.svc2agent(b, fmt.Sprintf("emp%02d", i), "")
+			require.NoError(b, err)
+			agents = append(agents, a.ID)
+		}
+		n := 1_000_000
+		start := time.Now()
+		loadMemories(b, f.db, f.a.ID, agents, n, func(i int) string { return fmt.Sprintf("round:%08d-0000-4000-8000-000000000000", i/20) })
+		b.Logf("loaded %d memories with COPY and their indexes in %s", n, time.Since(start).Round(time.Second))
 	}
-	n := 1_000_000
-	start := time.Now()
-	loadMemories(b, f.db, f.a.ID, agents, n, func(i int) string { return fmt.Sprintf("round:%08d-0000-4000-8000-000000000000", i/20) })
-	b.Logf("loaded %d memories with COPY and their indexes in %s", n, time.Since(start).Round(time.Second))
+	ctx := context.Background()
 	ada := round(f.a, f.agentA)
 	tenant := identity.Tenant{ID: f.a.ID}
 	g := bulk{rng: rand.New(rand.NewPCG(1, 2))}
@@ -162,6 +168,26 @@ func BenchmarkKnowledgeSearchMillion(b *testing.B) {
 			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 		})
 	}
+}
+
+// loadedFixture opens a database an earlier run of
+// BenchmarkKnowledgeSearchMillion loaded (VISOR_KNOWLEDGE_BENCH_DB; stop
+// that run once it logs the load, with SIGKILL, and its database stays),
+// so the searches can be measured again without loading for minutes.
+func loadedFixture(b *testing.B, url string) knowFixture {
+	b.Helper()
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, url)
+	require.NoError(b, err)
+	b.Cleanup(db.Close)
+	ids := postgres.NewIdentityStore(db)
+	f := knowFixture{twoTenants: twoTenants{db: db, store: ids}, ks: postgres.NewKnowledgeStore(db)}
+	f.a, err = ids.TenantBySlug(ctx, "acme")
+	require.NoError(b, err)
+	f.agentA, err = ids.AgentByName(ctx, f.a.ID, "ada")
+	require.NoError(b, err)
+	f.svc = knowledge.NewService(knowledge.Config{Store: f.ks, Directory: ids})
+	return f
 }
 
 // BenchmarkKnowledgeStore is memory_store's throughput with a durable
