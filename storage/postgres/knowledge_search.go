@@ -64,10 +64,16 @@ func (s *KnowledgeStore) Search(ctx context.Context, tenantID uuid.UUID, q knowl
 		score = "(coalesce(ts_rank_cd(m.tsv, q.tq, 32), 0) + " + held + ")::float8"
 		order = "score DESC, m.created_at DESC, m.id DESC"
 	}
-	sql := fmt.Sprintf(`SELECT %s, %s AS score %s,
-		(SELECT NULLIF(replace(plainto_tsquery('english', $3)::text, ' & ', ' | '), '')::tsquery AS tq) q
-		WHERE %s ORDER BY %s LIMIT $%d`,
-		memoryCols, score, memoryFrom, strings.Join(where, " AND "), order, lim)
+	// The ranking reads only columns of memories_rank (an index-only
+	// scan of the employee's rows for an English query); the rows shown
+	// are fetched afterwards, at most limit of them.
+	sql := fmt.Sprintf(`WITH hits AS (
+		SELECT m.id, m.created_at, %s AS score
+		FROM memories m, (SELECT NULLIF(replace(plainto_tsquery('english', $3)::text, ' & ', ' | '), '')::tsquery AS tq) q
+		WHERE %s ORDER BY %s LIMIT $%d)
+		SELECT %s, h.score %s JOIN hits h ON h.id = m.id
+		WHERE m.tenant_id = $1 ORDER BY h.score DESC, h.created_at DESC, h.id DESC`,
+		score, strings.Join(where, " AND "), order, lim, memoryCols, memoryFrom)
 	rows, err := s.db.Pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
