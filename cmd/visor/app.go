@@ -24,6 +24,7 @@ import (
 	"github.com/visorhq/visor/services/dbsources"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/lifecycle"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/responsibilities"
@@ -56,6 +57,8 @@ type app struct {
 	computer *computer.Service
 	// dbSources are the tenants' database sources and the db_* tools.
 	dbSources *dbsources.Service
+	// knowledge is memories, wikis, hand-offs and beliefs.
+	knowledge *knowledge.Service
 	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
 	// jobs; bell wakes this replica's long-polls.
 	rounds *rounds.Service
@@ -165,6 +168,9 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.computer = a.newComputer()
 	a.dbSources = a.newDBSources()
 	a.ids.SetSourceNames(a.dbSources)
+	a.knowledge = knowledge.NewService(knowledge.Config{Store: postgres.NewKnowledgeStore(a.db), Directory: a.stores.identity,
+		Relations: agents.NewDelegation(a.stores.identity), Runs: a.responsibilities, HandoffMaxBytes: cfg.HandoffMaxBytes})
+	a.rounds.SetNotes(a.knowledge)
 	return a, nil
 }
 

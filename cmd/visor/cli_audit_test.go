@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/dbsource/dbtest"
@@ -51,6 +52,7 @@ func TestCLIChangesAreAudited(t *testing.T) {
 	require.Contains(t, ok("dbsource", "list", "-tenant", "acme"), "sales")
 	ok("dbsource", "test", "-tenant", "acme", "-name", "sales")
 	ok("dbsource", "remove", "-tenant", "acme", "-name", "sales")
+	require.Error(t, runCmd(t, vars, "memory", "forget-source", "-tenant", "acme", "-source", "round:"+uuid.NewString()).err, "no such source")
 
 	db, err := postgres.Open(context.Background(), url)
 	require.NoError(t, err)

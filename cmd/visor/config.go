@@ -37,6 +37,7 @@ type Config struct {
 	Computer          ComputerConfig // VISOR_COMPUTER_* (see computer.go)
 	Sandbox           SandboxConfig  // VISOR_SANDBOX_*, VISOR_WORKER_ID (see sandbox.go)
 	Secrets           SecretsConfig  // VISOR_SECRET_KEYS, VISOR_DB_ALLOWED_NETWORKS (see dbsources.go)
+	HandoffMaxBytes   int            // VISOR_HANDOFF_MAX_BYTES: cap of one working_state_handoff, bytes of UTF-8
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -79,6 +80,7 @@ var envVars = []envVar{
 	{"VISOR_COMPUTER_DEV_TRUST_SPKI", "", "development only: comma-separated base64 SHA-256 public-key hashes of certificates the session browser accepts unverified (local test sites)"},
 	{"VISOR_SECRET_KEYS", "", "key-encryption keys sealing stored secrets (database passwords): comma-separated id:base64-32-bytes, the first encrypts, all decrypt; rotation in docs/secrets.md"},
 	{"VISOR_DB_ALLOWED_NETWORKS", "", "comma-separated CIDRs and host names of private networks database sources may reach; other private, loopback and link-local addresses are refused"},
+	{"VISOR_HANDOFF_MAX_BYTES", "16384", "cap of one working_state_handoff, in bytes of UTF-8 (1024-1048576); a larger hand-off is refused whole, never truncated"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
 
@@ -165,6 +167,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.LiveCredentials, err = time.ParseDuration(get("VISOR_LIVE_CREDENTIAL_CHECK_EVERY")); err != nil || c.LiveCredentials < 100*time.Millisecond {
 		bad("VISOR_LIVE_CREDENTIAL_CHECK_EVERY", "%q must be a duration of at least 100ms, like 30s", get("VISOR_LIVE_CREDENTIAL_CHECK_EVERY"))
+	}
+	if c.HandoffMaxBytes, err = strconv.Atoi(get("VISOR_HANDOFF_MAX_BYTES")); err != nil || c.HandoffMaxBytes < 1024 || c.HandoffMaxBytes > 1<<20 {
+		bad("VISOR_HANDOFF_MAX_BYTES", "%q must be a number of bytes 1024-1048576", get("VISOR_HANDOFF_MAX_BYTES"))
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
 		bad("VISOR_ADMIN_TOKEN", "must be at least 32 characters (try: openssl rand -hex 32), or unset to disable")

@@ -37,7 +37,8 @@ func (a *app) mountDashboard(e *echo.Echo, resolver *auth.Resolver, frame *ui.Fr
 		Subjects: tools.NewSubjects(a.stores.identity, a.grants, 0), Logger: a.log.With("area", "dashboard"),
 		AuditLog: a.stores.audit, Tail: audit.Tail{Store: a.stores.audit}, Grants: a.grants, Streams: a.streams,
 		Clients: a.stores.credentials, OAuth: a.oauth, Responsibilities: a.responsibilities, Board: a.board,
-		SandboxRuns: a.stores.sandboxRuns, Computer: a.computer, ComputerSessions: a.stores.computer, DBSources: a.dbSources}
+		SandboxRuns: a.stores.sandboxRuns, Computer: a.computer, ComputerSessions: a.stores.computer, DBSources: a.dbSources,
+		Knowledge: a.knowledge}
 	if a.rdb != nil {
 		deps.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
 	}

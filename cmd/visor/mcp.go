@@ -32,6 +32,7 @@ func (a *app) families() []catalog.Family {
 		a.computer,
 		a.sandboxTools(),
 		a.dbSources,
+		a.knowledge,
 	}
 }
 

@@ -50,7 +50,7 @@ func (p *Pipeline) decide(ctx context.Context, who identity.Principal, name stri
 		toolError(e, a, argErr)
 		return nil
 	}
-	return &allowed{tool: tool, call: tools.Call{Subject: sub, Name: name, Args: args, Raw: raw}}
+	return &allowed{tool: tool, call: tools.Call{Subject: sub, ID: e.ID, Name: name, Args: args, Raw: raw}}
 }
 
 // begin makes the row of a call that may change something durable, as

@@ -9,6 +9,7 @@ import (
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/catalog"
 	"github.com/visorhq/visor/services/grants"
+	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/sandbox"
 	"github.com/visorhq/visor/services/tools"
@@ -16,7 +17,7 @@ import (
 
 // all is every family Visor serves, with no dependencies: declarations only.
 func all() []catalog.Family {
-	return []catalog.Family{(*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil), (*responsibilities.Service)(nil), (*sandbox.Tools)(nil)}
+	return []catalog.Family{(*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil), (*responsibilities.Service)(nil), (*sandbox.Tools)(nil), (*knowledge.Service)(nil)}
 }
 
 // TestDescriptionBudget enforces the 200-byte budget over the whole

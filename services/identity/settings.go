@@ -27,6 +27,10 @@ type TenantSettings struct {
 	SandboxImage string `json:"sandbox_image,omitempty"`
 	// ScriptWhenUnavailable is "" (refuse) or "run_unsandboxed".
 	ScriptWhenUnavailable string `json:"script_when_unavailable,omitempty"`
+	// SharedMemory lets an AI employee search the memories of the
+	// employees the delegation policy relates it to (default off: each
+	// employee reads only its own).
+	SharedMemory bool `json:"shared_memory,omitempty"`
 	// TimeZone is the IANA time zone routines run in ("Europe/Paris");
 	// empty means UTC.
 	TimeZone string `json:"time_zone,omitempty"`

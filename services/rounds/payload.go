@@ -1,6 +1,7 @@
 package rounds
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -96,3 +97,27 @@ func Fence(data []Data) string {
 	}
 	return sb.String()
 }
+
+// Notes reads what an employee left for its next round on a task.
+type Notes interface {
+	// RoundNotes returns the entries to carry, none when there is nothing.
+	RoundNotes(ctx context.Context, tenantID, agentID, taskID uuid.UUID) ([]Data, error)
+}
+
+// addNotes appends the employee's notes for the task to p's data and
+// fences the whole data again.
+func (s *Service) addNotes(ctx context.Context, p *Payload, tenantID uuid.UUID) error {
+	if s.cfg.Notes == nil {
+		return nil
+	}
+	notes, err := s.cfg.Notes.RoundNotes(ctx, tenantID, p.AgentID, p.TaskID)
+	if err != nil || len(notes) == 0 {
+		return err
+	}
+	p.Data = append(p.Data, notes...)
+	p.Fenced = Fence(p.Data)
+	return nil
+}
+
+// SetNotes sets where hand-offs come from; call it before deliveries start.
+func (s *Service) SetNotes(n Notes) { s.cfg.Notes = n }

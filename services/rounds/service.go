@@ -93,7 +93,10 @@ type Config struct {
 	DevHosts []string
 	// Changes hears revocations of round tokens, so caches drop them.
 	Changes changes.Publisher
-	Logger  *slog.Logger
+	// Notes, when set, adds what the employee itself left for its next
+	// round on the task (its hand-off) to each payload, as data.
+	Notes  Notes
+	Logger *slog.Logger
 }
 
 // Service delivers rounds and manages runtime endpoints and dead letters.
@@ -269,6 +272,9 @@ func (s *Service) push(ctx context.Context, tg Target) error {
 		return fmt.Errorf("mint the round token: %w", err)
 	}
 	p := NewPayload(w, tg.TenantSlug, Round{Token: token, ExpiresAt: rt.ExpiresAt, MCPURL: s.mcpURL(tg.TenantSlug)})
+	if err := s.addNotes(ctx, &p, w.TenantID); err != nil {
+		return fmt.Errorf("read the employee's hand-off: %w", err)
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -337,6 +343,13 @@ func (s *Service) Take(ctx context.Context, tenantID uuid.UUID, slug string, age
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range out {
+		// The wake-ups are handed out already: a hand-off that cannot be
+		// read is logged, and the round goes ahead without it.
+		if err := s.addNotes(ctx, &out[i], tenantID); err != nil {
+			s.log.WarnContext(ctx, "a round went out without its hand-off", "tenant", tenantID, "wakeup", out[i].ID, "err", err)
+		}
 	}
 	if out == nil {
 		out = []Payload{}

@@ -13,6 +13,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/google/uuid"
+
 	"github.com/visorhq/visor/services/identity"
 )
 
@@ -83,6 +85,9 @@ type Tool struct {
 // Call is one invocation of a tool, after the policy allowed it.
 type Call struct {
 	Subject *Subject
+	// ID is the call's own id, the id of its audit row (uuid.Nil outside
+	// the endpoint): what a write outside any round names as its source.
+	ID uuid.UUID
 	// Name is the name the caller used (an alias's, for a deprecated name).
 	Name string
 	Args map[string]any

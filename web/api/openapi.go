@@ -111,6 +111,7 @@ var tagDescriptions = map[string]string{
 	"board":            "The task board: tasks, goals, routines and reminders.",
 	"settings":         "Tenant settings.",
 	"responsibilities": "The standing work of AI employees: their schedules, windows and caps, runs, skipped wake-ups, and the questions they ask operators.",
+	"knowledge":        "What AI employees remember: memories with their sources, wikis, belief calibration, and forgetting a source.",
 	"runtime":          "Where AI employees' wake-ups are pushed (signed webhooks), and the wake-ups themselves with their dead letters.",
 }
 
@@ -166,6 +167,8 @@ var pathParams = map[string]map[string]any{
 	"client":         {"description": "The OAuth client's client_id, URL-escaped (a metadata document client_id is an https URL).", "schema": map[string]any{"type": "string"}},
 	"grant":          {"description": "The grant's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"request":        {"description": "The capability request's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"belief":         {"description": "The belief's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+	"source_key":     {"description": "A knowledge source key: round:<id>, run:<id> or call:<id>.", "schema": map[string]any{"type": "string"}},
 	"round":          {"description": "The round token's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"name":           {"description": "The reserved agent name.", "schema": map[string]any{"type": "string"}},
 	"task":           {"description": "The task's or goal's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},

@@ -186,6 +186,7 @@ func createdID(answer []byte) string {
 var (
 	paramKinds = map[string]string{
 		"request": "capability_request", "client": "oauth_client", "round": "round_token", "name": "agent_name",
+		"source": "knowledge_source",
 	}
 	collectionKinds = map[string]string{
 		"tenants": "tenant", "members": "member", "agents": "agent", "keys": "key", "grants": "grant",

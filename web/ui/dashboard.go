@@ -19,6 +19,7 @@ import (
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/sandbox"
@@ -79,6 +80,8 @@ type Deps struct {
 	ComputerSessions computer.SessionReader
 	// DBSources is the tenant's database sources. Nil leaves its page out.
 	DBSources *dbsources.Service
+	// Knowledge is memories, wikis and beliefs. Nil leaves its page out.
+	Knowledge *knowledge.Service
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -131,6 +134,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.sandboxRoutes(g)
 	d.computerRoutes(g)
 	d.dbSourceRoutes(g)
+	d.knowledgeRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

@@ -156,6 +156,7 @@ func menu() []MenuItem {
 		{"nav.audit", "audit", identity.ReadAudit, "nav.group.triage"},
 		{"nav.agents", "agents", identity.ReadTenant, "nav.group.work"},
 		{"nav.board", "board", identity.ReadTenant, "nav.group.work"},
+		{"nav.knowledge", "knowledge", identity.ReadTenant, "nav.group.work"},
 		{"nav.responsibilities", "responsibilities", identity.ReadTenant, "nav.group.work"},
 		{"nav.sandbox", "sandbox", identity.ReadTenant, "nav.group.work"},
 		{"nav.computer", "computer", identity.ReadTenant, "nav.group.work"},

@@ -1,0 +1,77 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/agents"
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/knowledge"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+)
+
+// knowFixture is twoTenants with the knowledge store and service.
+type knowFixture struct {
+	twoTenants
+	ks  *postgres.KnowledgeStore
+	svc *knowledge.Service
+}
+
+func knowSetup(t testing.TB) knowFixture {
+	t.Helper()
+	db := pgtest.New(t)
+	store := postgres.NewIdentityStore(db)
+	s := twoTenants{db: db, store: store, svc: identity.NewService(store, changes.Discard{}, discardLogger())}
+	ctx := context.Background()
+	var err error
+	s.a, err = s.svc.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	s.b, err = s.svc.CreateTenant(ctx, "globex", "Globex")
+	require.NoError(t, err)
+	s.agentA, err = s.svc.CreateAgent(ctx, s.a.ID, identity.NewAgent{Name: "ada"})
+	require.NoError(t, err)
+	s.agentB, err = s.svc.CreateAgent(ctx, s.b.ID, identity.NewAgent{Name: "bob"})
+	require.NoError(t, err)
+	ks := postgres.NewKnowledgeStore(s.db)
+	return knowFixture{twoTenants: s, ks: ks, svc: knowledge.NewService(knowledge.Config{Store: ks, Directory: s.store,
+		Relations: agents.NewDelegation(s.store)})}
+}
+
+// round is the principal of a round token of agent on a new task.
+func round(tenant identity.Tenant, agent identity.Agent) identity.Principal {
+	return identity.Principal{TenantID: tenant.ID, TenantSlug: tenant.Slug, Kind: identity.KindEmployee, AgentID: agent.ID,
+		TaskID: uuid.New(), CredentialID: "round:" + uuid.NewString(), Scopes: []string{identity.ScopeToolsWrite}}
+}
+
+func operator(tenant identity.Tenant) identity.Principal {
+	return identity.Principal{TenantID: tenant.ID, TenantSlug: tenant.Slug, Kind: identity.KindOperator, CredentialID: "key:op",
+		Scopes: identity.AllScopes}
+}
+
+func sourceKey(p identity.Principal) string { return p.CredentialID }
+
+// requireFenced checks a write refused because its source was forgotten:
+// the exact text, and the audit event.
+func requireFenced(t *testing.T, err error, msg string) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, msg, fault.Message(err))
+	var ev *tools.EventError
+	require.True(t, errors.As(err, &ev), "%v", err)
+	require.Equal(t, knowledge.EventFenced, ev.Event)
+}
+
+func rows(t *testing.T, f knowFixture, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.db.Pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
