@@ -76,5 +76,5 @@ func (a *app) registerJobs(reg *worker.Registry) {
 	worker.RegisterMaintenance(reg, a.stores.identity)
 	a.registerOAuthJobs(reg)
 	a.registerRoundJobs(reg)
-	worker.RegisterDuties(reg, a.duties, 0)
+	worker.RegisterDuties(reg, a.duties, a.cfg.Scale.DutiesConcurrency)
 }

@@ -55,6 +55,7 @@ func runWorker(ctx context.Context, e *env, cfg Config) error {
 		return err
 	}
 	defer flushTraces(ctx, flush, log)
+	cfg.dbPool = cfg.Scale.WorkerDBPool
 	a, err := openApp(ctx, cfg, log, tp, appNeeds{redis: true, schemaCheck: true})
 	if err != nil {
 		return err
