@@ -9,13 +9,13 @@ import (
 // connections a serve replica holds, the worker's database pool and how
 // many jobs of each queue it runs at once.
 type ScaleConfig struct {
-	MaxStreams          int   // VISOR_MCP_MAX_STREAMS (0 in the variable: derived from the open-file limit)
-	StreamsPerCred      int   // VISOR_MCP_MAX_STREAMS_PER_CREDENTIAL
-	MaxConns            int   // VISOR_HTTP_MAX_CONNECTIONS (0 in the variable: derived from the open-file limit)
-	WorkerDBPool        int32 // VISOR_WORKER_DB_POOL
-	RoundsConcurrency   int   // VISOR_WORKER_ROUNDS_CONCURRENCY
-	DutiesConcurrency   int   // VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY
-	OpenFiles           int   // the process's open-file limit when read (0: unknown)
+	MaxStreams        int   // VISOR_MCP_MAX_STREAMS (0 in the variable: derived from the open-file limit)
+	StreamsPerCred    int   // VISOR_MCP_MAX_STREAMS_PER_CREDENTIAL
+	MaxConns          int   // VISOR_HTTP_MAX_CONNECTIONS (0 in the variable: derived from the open-file limit)
+	WorkerDBPool      int32 // VISOR_WORKER_DB_POOL
+	RoundsConcurrency int   // VISOR_WORKER_ROUNDS_CONCURRENCY
+	DutiesConcurrency int   // VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY
+	OpenFiles         int   // the process's open-file limit when read (0: unknown)
 }
 
 func loadScaleConfig(get func(string) string, bad func(name, format string, args ...any)) ScaleConfig {
