@@ -69,7 +69,7 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 		return err
 	}
 	if o.withWorker {
-		if err := a.startRunner(ctx); err != nil {
+		if err := a.startRunner(ctx, s.Registry()); err != nil {
 			return err
 		}
 	}
