@@ -63,7 +63,7 @@ func benchTicks(b *testing.B, n int) {
 	}
 	require.NoError(b, rows.Err())
 
-	ins := e.runner(b).Client()
+	ins := e.burstWorkers(b)
 	due := time.Now().Add(45 * time.Second).Truncate(time.Second).UTC()
 	for start := 0; start < len(ids); start += 1000 {
 		var params []river.InsertManyParams
@@ -76,6 +76,7 @@ func benchTicks(b *testing.B, n int) {
 	}
 	require.True(b, time.Now().Before(due), "the ticks were inserted after their time; lateness would include the insert")
 	time.Sleep(time.Until(due))
+	b.ReportMetric(loadAverage(), "load-start")
 	before := e.pgStats(b)
 	b.ResetTimer()
 	count := func() int {
@@ -87,6 +88,7 @@ func benchTicks(b *testing.B, n int) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	b.StopTimer()
+	b.ReportMetric(loadAverage(), "load-end")
 	after := e.pgStats(b)
 	var p50, p99, worst, span float64
 	require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT
