@@ -31,8 +31,9 @@ func benchEnv(name string, def int) int {
 // Postgres pool of VISOR_BENCH_POOL connections (40, VISOR_WORKER_DB_POOL's
 // default) and the responsibilities queue at VISOR_BENCH_CONCURRENCY (20,
 // VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY's default). It reports the
-// three figures and returns an insert client.
-func (e *dutyEnv) burstWorkers(b *testing.B) *river.Client[pgx.Tx] {
+// three figures (call report after the timer is reset) and returns an
+// insert client.
+func (e *dutyEnv) burstWorkers(b *testing.B) (ins *river.Client[pgx.Tx], report func()) {
 	b.Helper()
 	n, conc, size := benchEnv("VISOR_BENCH_WORKERS", 1), benchEnv("VISOR_BENCH_CONCURRENCY", 20), benchEnv("VISOR_BENCH_POOL", 40)
 	url := e.db.Pool.Config().ConnString()
@@ -58,10 +59,12 @@ func (e *dutyEnv) burstWorkers(b *testing.B) *river.Client[pgx.Tx] {
 			first = r
 		}
 	}
-	b.ReportMetric(float64(n), "workers")
-	b.ReportMetric(float64(conc), "queue-concurrency")
-	b.ReportMetric(float64(size), "pool-conns")
-	return first.Client()
+	report = func() { // after the benchmark's ResetTimer, which clears metrics
+		b.ReportMetric(float64(n), "workers")
+		b.ReportMetric(float64(conc), "queue-concurrency")
+		b.ReportMetric(float64(size), "pool-conns")
+	}
+	return first.Client(), report
 }
 
 // loadAverage returns the one-minute load average (0 if unreadable).
