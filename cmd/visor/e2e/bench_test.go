@@ -100,7 +100,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 	const agents = 100
 	perAgent := idleStreams() / agents
-	raiseFileLimit(b, 2*agents*perAgent+4096) // this process's streams and the replica's (it inherits the limit)
+	raiseFileLimit(b, agents*perAgent+4096) // each side of a stream is in its own process; the replica inherits the limit
 	srv := privateRedis(b)
 	w := newWorld(b)
 	ctx := context.Background()
