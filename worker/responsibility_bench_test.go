@@ -29,8 +29,11 @@ func (e *responsibilityEnv) pgStats(b *testing.B) pgStats {
 }
 
 // BenchmarkHourlyTicks: VISOR_BENCH_RESPONSIBILITIES (10,000 if unset) active
-// responsibilities with the schedule "0 * * * *", their ticks all due at
-// the same instant (the top of the hour), worked by one worker process.
+// responsibilities, their ticks all due at the same instant (as at the top
+// of the hour), worked by VISOR_BENCH_WORKERS worker processes (1 if
+// unset; see burstWorkers). Their schedule is "0 0 1 1 *" so that the next
+// ticks they arm never fall due inside the benchmark (an hourly one fired
+// again when a run crossed the top of the hour).
 // It reports the lateness of the runs (opened_at minus the tick's time)
 // at p50, p99 and max, how long the hour's runs took to open, and the
 // Postgres load: transactions and rows written per run, transactions per
@@ -50,7 +53,7 @@ func benchTicks(b *testing.B, n int) {
 	e := newResponsibilityEnv(b)
 	_, err := e.db.Pool.Exec(e.ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, schedule, period_secs, run_limit,
 			followup_limit, spend_cap_cents, min_wake_interval_secs, created_by)
-		SELECT $1, gen_random_uuid(), $2, 'resp ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:bench'
+		SELECT $1, gen_random_uuid(), $2, 'resp ' || i, '0 0 1 1 *', 3600, 10, 4, 100000, 300, 'operator:bench'
 		FROM generate_series(1, $3) i`, e.tenant.ID, e.agent.ID, n)
 	require.NoError(b, err)
 	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM responsibilities WHERE tenant_id = $1`, e.tenant.ID)
@@ -63,7 +66,7 @@ func benchTicks(b *testing.B, n int) {
 	}
 	require.NoError(b, rows.Err())
 
-	ins := e.runner(b).Client()
+	ins, report := e.burstWorkers(b)
 	due := time.Now().Add(45 * time.Second).Truncate(time.Second).UTC()
 	for start := 0; start < len(ids); start += 1000 {
 		var params []river.InsertManyParams
@@ -76,6 +79,7 @@ func benchTicks(b *testing.B, n int) {
 	}
 	require.True(b, time.Now().Before(due), "the ticks were inserted after their time; lateness would include the insert")
 	time.Sleep(time.Until(due))
+	loadStart := loadAverage()
 	before := e.pgStats(b)
 	b.ResetTimer()
 	count := func() int {
@@ -87,6 +91,9 @@ func benchTicks(b *testing.B, n int) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	b.StopTimer()
+	report()
+	b.ReportMetric(loadStart, "load-start")
+	b.ReportMetric(loadAverage(), "load-end")
 	after := e.pgStats(b)
 	var p50, p99, worst, span float64
 	require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT

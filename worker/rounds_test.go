@@ -103,6 +103,7 @@ type roundsEnv struct {
 	svc          *rounds.Service
 	minter       *auth.Rounds
 	rcv          *receiver
+	runner       *worker.Runner
 	acme, globex identity.Tenant
 	ada, bob     identity.Agent
 	gil          identity.Agent
@@ -134,6 +135,7 @@ func newRoundsEnv(t testing.TB, guarded bool) *roundsEnv {
 	queue.Client = r.Client()
 	require.NoError(t, r.Start(e.ctx))
 	t.Cleanup(r.Stop)
+	e.runner = r
 
 	e.acme, err = e.ids.CreateTenant(e.ctx, "acme", "Acme")
 	require.NoError(t, err)

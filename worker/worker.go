@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -61,6 +62,14 @@ type Options struct {
 	// that was killed (2 min if zero). Below a minute it also becomes the
 	// timeout of jobs that set none (River requires it).
 	RescueAfter time.Duration
+	// ID names this worker in River (attempted_by) and in its heartbeat;
+	// NewWorkerID("") if empty.
+	ID string
+	// LostAfter is how long a worker may miss its heartbeat before another
+	// resumes the jobs it was running (5 s if zero).
+	LostAfter time.Duration
+	// Metrics, when set, receives the lost-worker counters.
+	Metrics prometheus.Registerer
 }
 
 // Runner works jobs. Start it once; Stop drains it.
@@ -69,6 +78,11 @@ type Runner struct {
 	log    *slog.Logger
 	drain  time.Duration
 	life   lifecycle.Base
+	beat   *heartbeat
+	// beating ends the heartbeat, after the jobs drained; beaten is closed
+	// when it has removed its row.
+	beating context.CancelFunc
+	beaten  chan struct{}
 }
 
 // NewRunner returns a Runner for the registered jobs on pool.
@@ -82,19 +96,29 @@ func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 	if o.RescueAfter <= 0 {
 		o.RescueAfter = 2 * time.Minute
 	}
+	if o.ID == "" {
+		o.ID = NewWorkerID("")
+	}
+	if o.LostAfter <= 0 {
+		o.LostAfter = 5 * time.Second
+	}
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.Concurrency}}
 	for name, n := range maps.All(reg.queues) {
 		queues[name] = river.QueueConfig{MaxWorkers: n}
 	}
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger: riverLogger(o.Logger), Queues: queues, Workers: reg.workers, PeriodicJobs: reg.periodic,
-		RescueStuckJobsAfter: o.RescueAfter, JobTimeout: min(o.RescueAfter, river.JobTimeoutDefault),
+		RescueStuckJobsAfter: o.RescueAfter, JobTimeout: min(o.RescueAfter, river.JobTimeoutDefault), ID: o.ID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure job runner: %w", err)
 	}
-	return &Runner{client: c, log: o.Logger, drain: o.DrainTimeout}, nil
+	hb := &heartbeat{pool: pool, id: o.ID, lostAfter: o.LostAfter, log: o.Logger, m: newLostMetrics(o.Metrics)}
+	return &Runner{client: c, log: o.Logger, drain: o.DrainTimeout, beat: hb}, nil
 }
+
+// ID returns the name this worker runs under (River's attempted_by).
+func (r *Runner) ID() string { return r.beat.id }
 
 // NewInserter returns a River client that only inserts jobs, for processes
 // that enqueue work (`serve`) but do not run it. Use InsertTx to enqueue in
@@ -117,11 +141,23 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The heartbeat outlives ctx: it beats while jobs drain, and stops
+	// after them.
+	bctx, beating := context.WithCancel(context.WithoutCancel(rctx))
+	r.beating, r.beaten = beating, make(chan struct{})
+	registered := r.beat.beat(bctx, false) // before the first job is fetched
+	r.beat.resume(bctx)
+	go func() {
+		defer close(r.beaten)
+		r.beat.run(bctx, registered)
+	}()
 	if err := r.client.Start(rctx); err != nil {
+		beating()
+		<-r.beaten
 		return fmt.Errorf("start job runner: %w", err)
 	}
 	r.life.OnStop(r.stop)
-	r.log.Info("job runner started")
+	r.log.Info("job runner started", "worker", r.beat.id)
 	return nil
 }
 
@@ -133,6 +169,7 @@ func (r *Runner) Stop() { r.life.Stop() }
 func (r *Runner) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.drain)
 	defer cancel()
+	defer func() { r.beating(); <-r.beaten }()
 	err := r.client.Stop(ctx)
 	if ctx.Err() != nil {
 		r.log.Warn("job runner drain timed out; cancelling running jobs")

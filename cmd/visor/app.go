@@ -225,6 +225,9 @@ const connectTimeout = 10 * time.Second
 
 func openPostgres(ctx context.Context, cfg Config, tp trace.TracerProvider) (*postgres.DB, error) {
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, func(c *pgxpool.Config) {
+		if cfg.dbPool > 0 {
+			c.MaxConns = cfg.dbPool
+		}
 		if c.ConnConfig.ConnectTimeout == 0 { // a silent host should not hang start-up
 			c.ConnConfig.ConnectTimeout = connectTimeout
 		}

@@ -38,6 +38,9 @@ type Config struct {
 	Sandbox           SandboxConfig  // VISOR_SANDBOX_*, VISOR_WORKER_ID (see sandbox.go)
 	Secrets           SecretsConfig  // VISOR_SECRET_KEYS, VISOR_DB_ALLOWED_NETWORKS (see dbsources.go)
 	HandoffMaxBytes   int            // VISOR_HANDOFF_MAX_BYTES: cap of one working_state_handoff, bytes of UTF-8
+	Scale             ScaleConfig    // stream, connection, pool and queue limits (see scale.go)
+	// dbPool, when set, is the Postgres pool's size (the worker's).
+	dbPool int32
 }
 
 // envVar documents one variable: the README's configuration table is this
@@ -56,7 +59,13 @@ var envVars = []envVar{
 	{"VISOR_HTTP_BODY_LIMIT", "1048576", "largest request body in bytes"},
 	{"VISOR_SHUTDOWN_TIMEOUT", "30s", "how long a graceful shutdown may take"},
 	{"VISOR_ADMIN_TOKEN", "", "platform admin token for creating tenants over the API (32+ characters); empty disables"},
-	{"VISOR_WORKER_CONCURRENCY", "10", "jobs one worker process runs at once"},
+	{"VISOR_WORKER_CONCURRENCY", "10", "jobs of the default queue (housekeeping) one worker process runs at once"},
+	{"VISOR_WORKER_ROUNDS_CONCURRENCY", "20", "wake-up deliveries (webhook pushes) one worker process runs at once"},
+	{"VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY", "20", "responsibility jobs (scheduled runs, follow-ups, question pushes) one worker process runs at once"},
+	{"VISOR_WORKER_DB_POOL", "40", "Postgres connections of one `visor worker` (its queues' jobs share them; overrides pool_max_conns in the URL)"},
+	{"VISOR_MCP_MAX_STREAMS", "0", "notification streams one replica holds; over it a stream is refused (503, Retry-After) and /readyz fails at nine tenths; 0: derived from the open-file limit"},
+	{"VISOR_MCP_MAX_STREAMS_PER_CREDENTIAL", "1000", "notification streams one credential holds on one replica; over it a stream is refused (429, Retry-After); 0: no limit"},
+	{"VISOR_HTTP_MAX_CONNECTIONS", "0", "HTTP connections one process holds; beyond it a connection is closed at once; 0: derived from the open-file limit"},
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
 	{"VISOR_WORKER_HTTP_ADDR", "", "listen address for `visor worker`'s /healthz, /readyz and /metrics, e.g. :9090; empty disables"},
 	{"VISOR_TRUSTED_PROXIES", "", "comma-separated CIDRs of load balancers whose X-Forwarded-For names the client (rate limits, logs); empty: the peer address"},
@@ -184,6 +193,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Computer = loadComputerConfig(get, bad)
 	c.Sandbox = loadSandboxConfig(get, bad)
 	c.Secrets = loadSecretsConfig(get, bad)
+	c.Scale = loadScaleConfig(get, bad)
 	return c, errors.Join(errs...)
 }
 

@@ -58,7 +58,9 @@ func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Res
 		AllowedOrigins:   a.cfg.MCPOrigins,
 		Metrics:          mcp.NewMetrics(s.Registry()),
 		ResourceMetadata: func(_ *http.Request, slug string) string { return resolver.URLs().ResourceMetadata(slug) },
+		Streams:          mcp.StreamLimits{Max: a.cfg.Scale.MaxStreams, PerCredential: a.cfg.Scale.StreamsPerCred},
 	})
+	s.AddCheck(server.Check{Name: "streams", Fn: ep.Ready})
 	ep.Register(s.Echo(), resolver.Middleware(""))
 	s.ChecksOwnBody(mcp.Route)
 	s.OnShutdown(ep.Close)

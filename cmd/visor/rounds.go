@@ -105,7 +105,7 @@ func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth
 // registerRoundJobs adds the delivery job; startDispatcher fires due
 // routines and reminders in a worker process.
 func (a *app) registerRoundJobs(reg *worker.Registry) {
-	worker.RegisterRounds(reg, a.rounds, worker.RoundsOptions{Limit: a.cfg.Rounds.Timeout + 5*time.Second})
+	worker.RegisterRounds(reg, a.rounds, worker.RoundsOptions{Limit: a.cfg.Rounds.Timeout + 5*time.Second, Concurrency: a.cfg.Scale.RoundsConcurrency})
 	worker.RegisterWakeupPrune(reg, a.stores.rounds)
 }
 

@@ -56,8 +56,10 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 
 	s := server.New(server.Options{
 		Addr: cfg.HTTPAddr, Logger: log, BodyLimit: cfg.BodyLimit, TrustedProxies: cfg.TrustedProxies, ShutdownTimeout: cfg.ShutdownTimeout,
-		TracerProvider: tp, ErrorHandler: a.errorHandler(), Checks: a.checks(),
+		TracerProvider: tp, ErrorHandler: a.errorHandler(), Checks: a.checks(), MaxConns: cfg.Scale.MaxConns,
 	})
+	log.Info("connection and stream limits", "open_files", cfg.Scale.OpenFiles, "max_connections", cfg.Scale.MaxConns,
+		"max_streams", cfg.Scale.MaxStreams, "max_streams_per_credential", cfg.Scale.StreamsPerCred)
 	if err := s.Listen(); err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 		return err
 	}
 	if o.withWorker {
-		if err := a.startRunner(ctx); err != nil {
+		if err := a.startRunner(ctx, s.Registry()); err != nil {
 			return err
 		}
 	}

@@ -77,5 +77,5 @@ func (a *app) registerJobs(reg *worker.Registry) {
 	worker.RegisterMaintenance(reg, a.stores.identity)
 	a.registerOAuthJobs(reg)
 	a.registerRoundJobs(reg)
-	worker.RegisterResponsibilities(reg, a.responsibilities, 0)
+	worker.RegisterResponsibilities(reg, a.responsibilities, a.cfg.Scale.ResponsibilitiesConcurrency)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/visorhq/visor/web/server"
 	"github.com/visorhq/visor/worker"
 )
@@ -55,6 +57,7 @@ func runWorker(ctx context.Context, e *env, cfg Config) error {
 		return err
 	}
 	defer flushTraces(ctx, flush, log)
+	cfg.dbPool = cfg.Scale.WorkerDBPool
 	a, err := openApp(ctx, cfg, log, tp, appNeeds{redis: true, schemaCheck: true})
 	if err != nil {
 		return err
@@ -69,7 +72,11 @@ func runWorker(ctx context.Context, e *env, cfg Config) error {
 		}
 		defer probes.Close()
 	}
-	if err := a.startRunner(ctx); err != nil {
+	var metrics prometheus.Registerer
+	if probes != nil {
+		metrics = probes.Registry()
+	}
+	if err := a.startRunner(ctx, metrics); err != nil {
 		return err
 	}
 	if probes == nil {
@@ -83,12 +90,13 @@ func runWorker(ctx context.Context, e *env, cfg Config) error {
 }
 
 // startRunner builds the job runner with every registered job and starts
-// it; app.Close drains it.
-func (a *app) startRunner(ctx context.Context) error {
+// it; app.Close drains it. metrics (nil: none) receives the lost-worker
+// counters.
+func (a *app) startRunner(ctx context.Context, metrics prometheus.Registerer) error {
 	reg := worker.NewRegistry()
 	a.registerJobs(reg)
 	r, err := worker.NewRunner(a.db.Pool, reg, worker.Options{Logger: a.log, Concurrency: a.cfg.WorkerConcurrency, DrainTimeout: a.cfg.ShutdownTimeout,
-		RescueAfter: a.cfg.Rounds.RescueAfter})
+		RescueAfter: a.cfg.Rounds.RescueAfter, ID: worker.NewWorkerID(a.cfg.Sandbox.WorkerID), Metrics: metrics})
 	if err != nil {
 		return err
 	}

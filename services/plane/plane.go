@@ -86,3 +86,22 @@ var (
 	ErrWorkerLost = fault.New(fault.Unavailable, "the worker running this work stopped answering; it was not finished")
 	ErrBusy       = fault.New(fault.Unavailable, "every worker stayed busy; the work was not started")
 )
+
+// LostError is ErrWorkerLost (errors.Is matches it) saying how far the
+// work had got: a worker had taken it, and Started when the worker had
+// reported progress on it, so it was running. Either way it may have had
+// effects: the caller must not assume it did not run.
+type LostError struct {
+	Worker  string
+	Started bool
+}
+
+func (e *LostError) Error() string {
+	if e.Started {
+		return "the worker running this work stopped answering after it had started; it may have run in part or to the end"
+	}
+	return "the worker that had taken this work stopped answering; it may have started"
+}
+
+// Unwrap makes the error ErrWorkerLost (its fault code included).
+func (e *LostError) Unwrap() error { return ErrWorkerLost }

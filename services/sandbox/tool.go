@@ -191,7 +191,7 @@ func (t *Tools) failed(ctx context.Context, image string, err error) error {
 	case errors.Is(err, plane.ErrNoWorker):
 		err = Unavailable("no_worker", image, "no sandbox worker is running", err)
 	case errors.Is(err, plane.ErrWorkerLost):
-		err = Unavailable("worker_lost", image, "the sandbox worker running the script stopped answering; its container is removed when it or another worker starts", err)
+		err = lost(err)
 	case fault.Is(err, fault.Unavailable) && !strings.HasPrefix(fault.Message(err), "Script sandbox unavailable"):
 		err = Unavailable("worker_unreachable", image, fault.Message(err), err)
 	}

@@ -230,6 +230,7 @@ type waitCall struct {
 	maxWait    *time.Timer
 	replies    <-chan *redis.Message
 	worker     string // who took it; "" while queued
+	started    bool   // the worker reported progress: the work was running
 }
 
 func (w *waitCall) wait(ctx context.Context) (json.RawMessage, error) {
@@ -271,6 +272,7 @@ func (w *waitCall) handle(m *redis.Message) (answer json.RawMessage, err error, 
 	case "taken":
 		w.worker = msg.Worker
 	case "progress":
+		w.started = true
 		if w.onProgress != nil && msg.Progress != nil {
 			w.onProgress(*msg.Progress)
 		}
@@ -291,7 +293,7 @@ func (w *waitCall) stillAlive(ctx context.Context) error {
 		if err != nil || n == 1 {
 			return nil // a Redis hiccup is not a dead worker; the next check decides
 		}
-		return plane.ErrWorkerLost
+		return &plane.LostError{Worker: w.worker, Started: w.started}
 	}
 	alive, err := w.p.anyAlive(ctx, w.r)
 	if err != nil || alive {

@@ -119,31 +119,46 @@ func TestPlaneCancelReachesTheWorker(t *testing.T) {
 }
 
 // A caller whose worker dies mid-job gets ErrWorkerLost within a few
-// heartbeats, not a hang.
+// heartbeats, not a hang, saying whether the work had started: a worker
+// that reported progress was running it.
 func TestPlaneDeadWorkerIsAClearError(t *testing.T) {
 	t.Parallel()
-	f := newPlaneFixture(t)
-	started := make(chan struct{})
-	release := make(chan struct{})
-	defer close(release)
-	w := f.worker(t, "w1", 1, map[string]plane.Handler{"hang": func(ctx context.Context, j plane.Job) (json.RawMessage, error) {
-		close(started)
-		<-release // a dead worker sends nothing more, even on its way out
-		return nil, nil
-	}})
-	errc := make(chan error, 1)
-	go func() {
-		_, err := f.caller.Call(t.Context(), plane.Request{Kind: "hang", Pool: "p", Payload: json.RawMessage(`1`)}, nil)
-		errc <- err
-	}()
-	<-started
-	// Simulate death: the heartbeat stops and the key expires.
-	go w.Stop()
-	select {
-	case err := <-errc:
-		require.ErrorIs(t, err, plane.ErrWorkerLost)
-	case <-time.After(3 * redisx.HeartbeatTTL):
-		t.Fatal("the caller of a dead worker hung")
+	for _, reported := range []bool{false, true} {
+		f := newPlaneFixture(t)
+		started := make(chan struct{})
+		release := make(chan struct{})
+		w := f.worker(t, "w1", 1, map[string]plane.Handler{"hang": func(ctx context.Context, j plane.Job) (json.RawMessage, error) {
+			if reported {
+				j.Report(plane.Progress{Progress: 1, Message: "going"})
+			}
+			close(started)
+			<-release // a dead worker sends nothing more, even on its way out
+			return nil, nil
+		}})
+		errc := make(chan error, 1)
+		heard := make(chan struct{}, 1)
+		go func() {
+			_, err := f.caller.Call(t.Context(), plane.Request{Kind: "hang", Pool: "p", Payload: json.RawMessage(`1`)},
+				func(plane.Progress) { heard <- struct{}{} })
+			errc <- err
+		}()
+		<-started
+		if reported {
+			<-heard
+		}
+		// Simulate death: the heartbeat stops and the key expires.
+		go w.Stop()
+		select {
+		case err := <-errc:
+			require.ErrorIs(t, err, plane.ErrWorkerLost)
+			var lost *plane.LostError
+			require.ErrorAs(t, err, &lost)
+			require.Equal(t, reported, lost.Started)
+			require.Equal(t, "w1", lost.Worker)
+		case <-time.After(3 * redisx.HeartbeatTTL):
+			t.Fatal("the caller of a dead worker hung")
+		}
+		close(release)
 	}
 }
 

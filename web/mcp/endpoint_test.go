@@ -96,6 +96,10 @@ type fixture struct {
 	// Options.SessionTimeout of endpoints mounted after they are set.
 	listCache      int
 	sessionTimeout time.Duration
+	// streams and metrics are Options.Streams and Options.Metrics of
+	// endpoints mounted after they are set.
+	streams StreamLimits
+	metrics *Metrics
 }
 
 func echoTool(ctx context.Context, c tools.Call) (*tools.Result, error) {
@@ -141,7 +145,7 @@ func newFixture(t testing.TB) *fixture {
 	}}
 	f.mount = func() string {
 		ep := New(reg, tools.NewSubjects(d, tools.NoGrants{}, 0), fixtureRecorder{f}, h, Options{PageSize: 3, MaxBodyBytes: 64 << 10, ListCacheEntries: f.listCache,
-			SessionTimeout: f.sessionTimeout})
+			SessionTimeout: f.sessionTimeout, Streams: f.streams, Metrics: f.metrics})
 		f.ep = ep
 		e := echo.New()
 		ep.Register(e, func(next echo.HandlerFunc) echo.HandlerFunc { // stands in for package auth

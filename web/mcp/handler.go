@@ -66,6 +66,8 @@ type Options struct {
 	CallsThroughSDK bool
 	// Metrics, when set, count tool calls per tool and outcome.
 	Metrics *Metrics
+	// Streams bound the notification streams this replica holds.
+	Streams StreamLimits
 	Logger  *slog.Logger
 }
 
@@ -75,6 +77,7 @@ type Handler struct {
 	subjects *tools.Subjects
 	calls    *calls.Pipeline
 	streams  live.Streams
+	gate     *streamGate
 	opts     Options
 	log      *slog.Logger
 
@@ -126,7 +129,8 @@ func New(reg *tools.Registry, subjects *tools.Subjects, rec audit.Recorder, stre
 	}
 	h := &Handler{reg: reg, subjects: subjects, calls: calls.New(reg, subjects, rec, opts.Logger), streams: streams, opts: opts, log: opts.Logger,
 		sessions: sessions{m: map[string]binding{}}, closing: make(chan struct{}),
-		lists: newListCache(opts.ListCacheEntries, opts.ListCacheBytes), callsOff: opts.CallsThroughSDK}
+		lists: newListCache(opts.ListCacheEntries, opts.ListCacheBytes), callsOff: opts.CallsThroughSDK,
+		gate: newStreamGate(opts.Streams, opts.Metrics)}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	for _, t := range reg.All() {
 		h.listTools = append(h.listTools, h.wireTool(t))
@@ -244,6 +248,13 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		if pk.Method == "tools/call" && p.Kind == identity.KindExternal && h.stepUp(w, r, p, &pk, slug) {
 			return
 		}
+	}
+	if holdsStream(r, &pk) {
+		release, ok := h.admitStream(w, p, &pk)
+		if !ok {
+			return
+		}
+		defer release()
 	}
 	r = r.WithContext(context.WithValue(r.Context(), peekKey{}, &pk))
 	if pk.Method == "subscriptions/listen" {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/visorhq/visor/services/identity"
@@ -51,12 +53,19 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 	cancel()
 	close(s.acked)
 	if err != nil {
+		if errors.Is(err, errInterrupted) && h.isClosing() {
+			s.goodbye(endShutdown) // the acknowledgment went out whole
+		}
 		return true
 	}
 	select {
 	case <-r.Context().Done():
 	case <-h.closing:
+		s.goodbye(endShutdown)
 	case <-s.ended:
+		if s.revoked.Load() {
+			s.goodbye(endRevoked)
+		}
 	}
 	return true
 }
@@ -89,15 +98,23 @@ type listenStream struct {
 	mu   sync.Mutex // one write at a time
 	w    http.ResponseWriter
 	done bool
+	// intact is set when the write that ended the stream went out whole
+	// but was interrupted (a shutdown): a last event may still follow.
+	intact bool
 
 	acked   chan struct{} // closed once the acknowledgment was written (or failed)
 	ended   chan struct{} // closed by end: the credential was revoked, or a write failed
 	endOnce sync.Once
+	revoked atomic.Bool // Close ended it: the credential was revoked
 }
 
 var _ live.Stream = (*listenStream)(nil)
 
 var errStreamClosed = errors.New("listen stream closed")
+
+// errInterrupted marks a write that completed but whose context ended (or
+// the endpoint closed) meanwhile.
+var errInterrupted = errors.New("write interrupted")
 
 func (s *listenStream) Principal() identity.Principal { return s.p }
 
@@ -133,6 +150,7 @@ func (s *listenStream) write(ctx context.Context, msg string) error {
 	})
 	if err != nil {
 		s.done = true
+		s.intact = errors.Is(err, errInterrupted)
 		s.end()
 	}
 	return err
@@ -155,7 +173,7 @@ func withDeadline(ctx, life context.Context, rc *http.ResponseController, write 
 	stop := context.AfterFunc(ctx, func() { _ = rc.SetWriteDeadline(time.Now()) })
 	err := write()
 	if !stop() && err == nil {
-		err = context.Cause(ctx)
+		err = fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
 	}
 	if err == nil {
 		_ = rc.SetWriteDeadline(time.Time{})
@@ -166,7 +184,10 @@ func withDeadline(ctx, life context.Context, rc *http.ResponseController, write 
 // Close ends the response because the stream's credential was revoked: no
 // write happens after it, and serveListen returns, which ends the HTTP
 // response cleanly.
-func (s *listenStream) Close() { s.end() }
+func (s *listenStream) Close() {
+	s.revoked.Store(true)
+	s.end()
+}
 
 func (s *listenStream) end() { s.endOnce.Do(func() { close(s.ended) }) }
 

@@ -20,6 +20,7 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	refusals *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	streams  streamMetrics
 }
 
 // NewMetrics registers the tool metrics on reg.
@@ -36,7 +37,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 600},
 		}, []string{"tool", "outcome"}),
 	}
-	reg.MustRegister(m.calls, m.refusals, m.latency)
+	m.streams = newStreamMetrics()
+	reg.MustRegister(m.calls, m.refusals, m.latency, m.streams.held, m.streams.limit, m.streams.refused)
 	return m
 }
 

@@ -141,6 +141,14 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, p identity
 		unregister := h.streams.Open(ctx, st)
 		defer func() {
 			unregister()
+			select {
+			case <-h.closing:
+				goodbyeLegacy(w, rc, endShutdown)
+			default:
+				if st.revoked.Load() {
+					goodbyeLegacy(w, rc, endRevoked)
+				}
+			}
 			// The end of the response gets finishTimeout, so a client
 			// that stopped reading holds no shutdown for long.
 			_ = rc.SetWriteDeadline(time.Now().Add(finishTimeout))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +38,9 @@ type stream struct {
 	stop context.CancelFunc
 
 	mu sync.Mutex // one notification at a time, each with its own deadline
+	// revoked is set by Close: the stream ends because its credential was
+	// revoked, which its client is told.
+	revoked atomic.Bool
 }
 
 var _ live.Stream = (*stream)(nil)
@@ -72,6 +76,7 @@ func (s *stream) NotifyToolsChanged(ctx context.Context) error {
 // revoked credential's caller, and its next request would be refused by
 // the auth middleware anyway.
 func (s *stream) Close() {
+	s.revoked.Store(true)
 	if s.cancel != nil {
 		s.cancel()
 		return

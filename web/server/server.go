@@ -52,6 +52,9 @@ type Options struct {
 	// ErrorHandler renders errors returned by handlers; nil uses a plain
 	// JSON {"error":{"code","message"}} renderer for echo.HTTPError only.
 	ErrorHandler echo.HTTPErrorHandler
+	// MaxConns caps the connections held open at once; those beyond it are
+	// closed as soon as they are accepted. 0 is no cap.
+	MaxConns int
 }
 
 // Server is the HTTP edge. Create it with New, register routes on Echo(),
@@ -105,6 +108,10 @@ func New(o Options) *Server {
 	return s
 }
 
+// AddCheck adds a readiness probe, for areas built after the server (the
+// MCP endpoint's stream count). Call it before Serve.
+func (s *Server) AddCheck(c Check) { s.opts.Checks = append(s.opts.Checks, c) }
+
 // Echo returns the echo instance to register routes on.
 func (s *Server) Echo() *echo.Echo { return s.e }
 
@@ -125,6 +132,9 @@ func (s *Server) Listen() error {
 			return fmt.Errorf("cannot listen on %s: the address is already in use; stop the other process or set %s to a free address", s.opts.Addr, s.opts.AddrVar)
 		}
 		return fmt.Errorf("cannot listen on %s: %v; set %s to an address like :8080", s.opts.Addr, unwrapOp(err), s.opts.AddrVar)
+	}
+	if s.opts.MaxConns > 0 {
+		ln = newCapListener(ln, s.opts.MaxConns, s.reg)
 	}
 	s.ln = ln
 	return nil

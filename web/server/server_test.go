@@ -57,6 +57,14 @@ func start(t *testing.T, o server.Options, routes func(e *echo.Echo)) *fixture {
 	if routes != nil {
 		routes(s.Echo())
 	}
+	f := serve(t, s)
+	f.logs = logs
+	return f
+}
+
+// serve listens and serves s until the test ends.
+func serve(t *testing.T, s *server.Server) *fixture {
+	t.Helper()
 	require.NoError(t, s.Listen())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -68,7 +76,7 @@ func start(t *testing.T, o server.Options, routes func(e *echo.Echo)) *fixture {
 		return serr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return &fixture{srv: s, base: "http://" + s.Addr().String(), logs: logs, stop: stop}
+	return &fixture{srv: s, base: "http://" + s.Addr().String(), stop: stop}
 }
 
 func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {

@@ -98,7 +98,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 //
 //	go test ./cmd/visor/e2e -run '^$' -bench LiveIdleStreamMemory -benchtime 1x
 func BenchmarkLiveIdleStreamMemory(b *testing.B) {
-	const agents, perAgent = 100, 100
+	const agents = 100
+	perAgent := idleStreams() / agents
+	raiseFileLimit(b, agents*perAgent+4096) // each side of a stream is in its own process; the replica inherits the limit
 	srv := privateRedis(b)
 	w := newWorld(b)
 	ctx := context.Background()
@@ -109,7 +111,7 @@ func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 		tokens[i] = w.agentKey(b, w.acme, ag)
 	}
 	r := startReplica(b, "B", w.dbURL, srv.URL(), "VISOR_LOG_LEVEL=error", "GOGC="+gogc())
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true, DialContext: spreadDialer()}}
 	// Touch every token once (verifies its secret) before the baseline.
 	for _, tok := range tokens {
 		_ = toolNames(b, r, tok)
@@ -141,6 +143,15 @@ func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 	time.Sleep(3 * time.Second)
 	after := metrics(b, r)
 	n := float64(agents * perAgent)
+	// At this many streams the replica still answers its probes and calls.
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(r.base + path)
+		require.NoError(b, err)
+		resp.Body.Close()
+		b.Logf("%s with %d streams held: %d", path, int(n), resp.StatusCode)
+	}
+	require.NotEmpty(b, toolNames(b, r, tokens[0]), "tools/list answers with the streams held")
+	b.ReportMetric(after["visor_mcp_streams_limit"], "stream-limit")
 	require.EqualValues(b, n, after["visor_live_streams"])
 	heap := (after["go_memstats_heap_inuse_bytes"] - before["go_memstats_heap_inuse_bytes"]) / n
 	stack := (after["go_memstats_stack_inuse_bytes"] - before["go_memstats_stack_inuse_bytes"]) / n

@@ -1,0 +1,156 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// heartbeat keeps this worker's row in worker_heartbeats fresh and watches
+// the others'. River's own rescuer hands a killed worker's running jobs on
+// only after their timeout and the rescue delay (minutes); the heartbeat
+// notices the death within lostAfter and resumes the jobs at once: a
+// delivery goes out again with the same webhook-id, a tick fires again.
+type heartbeat struct {
+	pool      *pgxpool.Pool
+	id        string
+	lostAfter time.Duration
+	log       *slog.Logger
+	m         *lostMetrics
+	// frozen leaves the row behind when run ends, as a killed process
+	// would (tests).
+	frozen atomic.Bool
+}
+
+// NewWorkerID returns a name for one life of a worker process: prefix
+// (the worker's stable name, the host name if empty) and a random suffix,
+// so that a restarted worker is not mistaken for its dead former life.
+func NewWorkerID(prefix string) string {
+	if prefix == "" {
+		prefix, _ = os.Hostname()
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// run beats every lostAfter/5 and looks for lost workers as often, until
+// ctx ends; then it removes this worker's row (its jobs have drained).
+func (h *heartbeat) run(ctx context.Context, registered bool) {
+	every := max(h.lostAfter/5, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if h.frozen.Load() {
+				return
+			}
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if _, err := h.pool.Exec(cctx, `DELETE FROM worker_heartbeats WHERE id = $1`, h.id); err != nil {
+				h.log.Warn("remove worker heartbeat", "err", err)
+			}
+			return
+		case <-t.C:
+		}
+		registered = h.beat(ctx, registered)
+		h.resume(ctx)
+	}
+}
+
+// beat refreshes the row. A row that was gone after this worker had
+// registered means another worker declared it lost (it stalled for
+// lostAfter) and resumed its running jobs: they may run twice, and the
+// error says so.
+func (h *heartbeat) beat(ctx context.Context, registered bool) bool {
+	var inserted bool
+	err := h.pool.QueryRow(ctx, `INSERT INTO worker_heartbeats (id) VALUES ($1)
+		ON CONFLICT (id) DO UPDATE SET beat_at = now() RETURNING xmax = 0`, h.id).Scan(&inserted)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("worker heartbeat", "err", err)
+		}
+		return registered
+	}
+	if inserted && registered {
+		h.log.Error("this worker was declared lost after missing its heartbeat; jobs it was running were resumed by another worker",
+			"worker", h.id, "lost_after", h.lostAfter.String())
+	}
+	return true
+}
+
+// resume deletes the rows of workers silent for lostAfter and, in the same
+// statement, makes the jobs each was running available again (with an
+// error entry naming it). Of several workers looking at once, the one whose
+// delete wins resumes them.
+func (h *heartbeat) resume(ctx context.Context) {
+	rows, err := h.pool.Query(ctx, `WITH lost AS (
+			DELETE FROM worker_heartbeats WHERE beat_at < now() - make_interval(secs => $1) AND id <> $2 RETURNING id
+		), resumed AS (
+			UPDATE river_job j SET state = 'available', scheduled_at = now(),
+				errors = array_append(coalesce(j.errors, '{}'), jsonb_build_object('at', now(), 'attempt', j.attempt,
+					'error', 'worker ' || lost.id || ' was lost (no heartbeat) while running this job; resumed', 'trace', ''))
+			FROM lost WHERE j.state = 'running' AND j.attempted_by[cardinality(j.attempted_by)] = lost.id
+			RETURNING lost.id AS worker, j.kind
+		)
+		SELECT lost.id, count(resumed.kind), coalesce(array_agg(DISTINCT resumed.kind) FILTER (WHERE resumed.kind IS NOT NULL), '{}')
+		FROM lost LEFT JOIN resumed ON resumed.worker = lost.id GROUP BY lost.id`, h.lostAfter.Seconds(), h.id)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("look for lost workers", "err", err)
+		}
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var lost string
+		var n int
+		var kinds []string
+		if err := rows.Scan(&lost, &n, &kinds); err != nil {
+			h.log.Warn("look for lost workers", "err", err)
+			return
+		}
+		h.log.Warn("worker lost: no heartbeat; its running jobs were resumed", "lost_worker", lost, "jobs", n, "kinds", kinds,
+			"lost_after", h.lostAfter.String(), "by", h.id)
+		h.m.lost(lost, n)
+	}
+	if err := rows.Err(); err != nil && ctx.Err() == nil {
+		h.log.Warn("look for lost workers", "err", err)
+	}
+}
+
+// lostMetrics count lost workers and the jobs resumed from each.
+type lostMetrics struct {
+	workers *prometheus.CounterVec
+	jobs    *prometheus.CounterVec
+}
+
+func newLostMetrics(reg prometheus.Registerer) *lostMetrics {
+	if reg == nil {
+		return nil
+	}
+	m := &lostMetrics{
+		workers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "visor_worker_lost_total", Help: "Workers this worker declared lost (no heartbeat), by lost worker."}, []string{"lost_worker"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "visor_worker_resumed_jobs_total", Help: "Running jobs of lost workers this worker put back to work, by lost worker."}, []string{"lost_worker"}),
+	}
+	reg.MustRegister(m.workers, m.jobs)
+	return m
+}
+
+func (m *lostMetrics) lost(worker string, jobs int) {
+	if m == nil {
+		return
+	}
+	m.workers.WithLabelValues(worker).Inc()
+	m.jobs.WithLabelValues(worker).Add(float64(jobs))
+}
