@@ -100,6 +100,7 @@ func (r *Runner) run(ctx context.Context, id string, p domain.Program) (domain.R
 	if err != nil {
 		return domain.Result{}, r.failed(ctx, p, "start_failed", err)
 	}
+	p.MarkStarted()
 	timer := time.NewTimer(p.Timeout)
 	defer timer.Stop()
 

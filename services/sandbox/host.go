@@ -54,6 +54,7 @@ func (h HostRunner) Run(ctx context.Context, p Program) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		return Result{}, fault.Newf(fault.Unavailable, err, "the script could not be started on the host")
 	}
+	p.MarkStarted()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(p.Timeout)

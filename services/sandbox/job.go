@@ -82,7 +82,10 @@ func Handler(runner, host Runner) plane.Handler {
 		if onPlane < NoticeWait {
 			onPlane = 0
 		}
-		p := Program{Tenant: j.Tenant, Employee: job.Employee, RunID: job.RunID, Image: job.Image, Language: job.Language, Source: job.Source, Timeout: timeout}
+		p := Program{Tenant: j.Tenant, Employee: job.Employee, RunID: job.RunID, Image: job.Image, Language: job.Language, Source: job.Source, Timeout: timeout,
+			// A progress report is what tells the caller, should this
+			// worker be lost, that the script had started.
+			Started: func() { j.Report(plane.Progress{Total: timeout.Seconds(), Message: "the script has started"}) }}
 		stop := report(ctx, j, timeout)
 		res, err := runner.Run(ctx, p)
 		stop()

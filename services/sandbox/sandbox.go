@@ -75,6 +75,18 @@ type Program struct {
 	Language Language
 	Source   string
 	Timeout  time.Duration // zero means DefaultTimeout
+	// Started, when set, is called once the script is running (its
+	// container or process started), so a caller that loses the worker
+	// afterwards is told the script had started.
+	Started func()
+}
+
+// MarkStarted tells p's caller that the script is running: every Runner
+// calls it once the container or process has started.
+func (p Program) MarkStarted() {
+	if p.Started != nil {
+		p.Started()
+	}
 }
 
 // Result is what a finished run gives back. Output holds stdout and stderr

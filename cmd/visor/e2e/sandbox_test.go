@@ -151,8 +151,10 @@ func TestExecuteProgramOverMCP(t *testing.T) {
 			require.NotNil(t, res)
 			require.True(t, res.IsError)
 			require.Contains(t, text(res), "Script sandbox unavailable (worker_lost)")
-			// It was running: the caller is not told it did not run.
-			require.Contains(t, text(res), "The script had started and may have run in part or to the end: check its effects before running it again")
+			// The kill may land between the container's creation and the
+			// worker's "started" report, so either truthful account may
+			// come; neither tells the caller that the script did not run.
+			require.Contains(t, text(res), "check its effects before running it again")
 			require.NotContains(t, text(res), "was not run")
 			t.Logf("worker killed to caller told: %s", time.Since(at))
 		case <-time.After(15 * time.Second):

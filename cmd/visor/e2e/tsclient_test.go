@@ -20,8 +20,10 @@ import (
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/catalog"
+	"github.com/visorhq/visor/services/dbsources"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/sandbox"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
@@ -44,7 +46,7 @@ type tsResult struct {
 // advertises, and the test plays the member in the browser: it opens the
 // URL the client prints, signs in, allows, and follows the redirect to the
 // client's loopback listener. The owner's client gets every tool an OAuth
-// client may see, as the consent page said; a viewer's gets the two
+// client may see, as the consent page said; a viewer's gets the
 // read-only ones.
 func TestTypeScriptSDKOAuth(t *testing.T) {
 	t.Parallel()
@@ -56,7 +58,8 @@ func TestTypeScriptSDKOAuth(t *testing.T) {
 	}
 	r := startReplica(t, "A", w.dbURL, privateRedis(t).URL())
 	var every []string
-	for _, tl := range catalog.New((*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil), (*sandbox.Tools)(nil)).ClientTools(w.acme, identity.ToolScopes) {
+	for _, tl := range catalog.New((*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil), (*sandbox.Tools)(nil),
+		(*knowledge.Service)(nil), (*dbsources.Service)(nil)).ClientTools(w.acme, identity.ToolScopes) {
 		every = append(every, tl.Name)
 	}
 
@@ -72,7 +75,7 @@ func TestTypeScriptSDKOAuth(t *testing.T) {
 
 	res, consent = runTSClient(t, dir, r, "viewer@acme.test")
 	require.Equal(t, "tools:read", res.Scope)
-	require.ElementsMatch(t, []string{"agent_status", "tasks_list"}, res.Tools)
+	require.ElementsMatch(t, []string{"agent_status", "tasks_list", "memory_search", "wiki_read"}, res.Tools)
 	require.Contains(t, res.AgentStatus, "ada: active")
 	require.Contains(t, consent, "As a viewer you cannot grant <code>tools:write</code>, <code>tools:admin</code>")
 	require.NotContains(t, consent, "<code>create_agent</code>")
