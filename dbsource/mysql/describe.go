@@ -20,9 +20,9 @@ ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION`
 
 // Describe lists the tables within the target's allow lists, at most
 // maxTables of them, and no more than its byte cap of names and types.
-func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int) (sc dbsources.Schema, err error) {
-	sc.Tables = []dbsources.Table{}
-	err = d.readOnly(ctx, t, func(c *sql.Conn, cut func()) error {
+func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int) (dbsources.Schema, error) {
+	out := dbsources.NewSchemaCutter(maxTables, t.Limits.MaxBytes)
+	err := d.readOnly(ctx, t, func(c *sql.Conn, cut func()) error {
 		rows, err := c.QueryContext(ctx, describeSQL)
 		if err != nil {
 			return err
@@ -30,7 +30,6 @@ func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int
 		defer rows.Close()
 		var schema, rel, kind string
 		var col dbsources.TableColumn
-		size := 0
 		for rows.Next() {
 			if err := rows.Scan(&schema, &rel, &kind, &col.Name, &col.Type, &col.Nullable); err != nil {
 				return err
@@ -38,21 +37,12 @@ func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int
 			if !t.Scope.Allows(schema, rel) {
 				continue
 			}
-			n := len(sc.Tables)
-			if n == 0 || sc.Tables[n-1].Schema != schema || sc.Tables[n-1].Name != rel {
-				if n == maxTables || size > t.Limits.MaxBytes {
-					sc.Truncated = true
-					break
-				}
-				sc.Tables = append(sc.Tables, dbsources.Table{Schema: schema, Name: rel, Kind: kind})
-				size += len(schema) + len(rel) + 50
-			}
-			last := &sc.Tables[len(sc.Tables)-1]
 			col.Type = strings.ToLower(col.Type)
-			last.Columns = append(last.Columns, col)
-			size += len(col.Name) + len(col.Type) + 40
+			if !out.Add(schema, rel, kind, col) {
+				break
+			}
 		}
 		return rows.Err()
 	})
-	return sc, err
+	return out.Schema, err
 }

@@ -25,9 +25,9 @@ ORDER BY n.nspname, c.relname, a.attnum`
 
 // Describe lists the tables within the target's allow lists, at most
 // maxTables of them, and no more than its byte cap of names and types.
-func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int) (sc dbsources.Schema, err error) {
-	sc.Tables = []dbsources.Table{}
-	err = d.readOnly(ctx, t, func(c *pgx.Conn) error {
+func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int) (dbsources.Schema, error) {
+	out := dbsources.NewSchemaCutter(maxTables, t.Limits.MaxBytes)
+	err := d.readOnly(ctx, t, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, describeSQL, nonNil(t.Scope.Schemas), nonNil(t.Scope.Tables))
 		if err != nil {
 			return err
@@ -35,28 +35,18 @@ func (d *Driver) Describe(ctx context.Context, t dbsources.Target, maxTables int
 		defer rows.Close()
 		var schema, rel, kind string
 		var col dbsources.TableColumn
-		size := 0
 		for rows.Next() {
 			if err := rows.Scan(&schema, &rel, &kind, &col.Name, &col.Type, &col.Nullable); err != nil {
 				return err
 			}
-			n := len(sc.Tables)
-			if n == 0 || sc.Tables[n-1].Schema != schema || sc.Tables[n-1].Name != rel {
-				if n == maxTables || size > t.Limits.MaxBytes {
-					sc.Truncated = true
-					break
-				}
-				sc.Tables = append(sc.Tables, dbsources.Table{Schema: schema, Name: rel, Kind: kind})
-				size += len(schema) + len(rel) + 50
+			if !out.Add(schema, rel, kind, col) {
+				break
 			}
-			last := &sc.Tables[len(sc.Tables)-1]
-			last.Columns = append(last.Columns, col)
-			size += len(col.Name) + len(col.Type) + 40
 		}
 		rows.Close()
 		return rows.Err()
 	})
-	return sc, err
+	return out.Schema, err
 }
 
 func nonNil(l []string) []string {
