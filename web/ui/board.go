@@ -98,7 +98,7 @@ func (d *Dashboard) tasks(c echo.Context, v *View) error {
 	if ok {
 		f.After, data.Paged = &p, true
 	}
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	data.Departments = departments(data.Agents)
@@ -189,7 +189,7 @@ func (d *Dashboard) task(c echo.Context, v *View) error {
 	if data.Activity, err = d.d.Board.Store().ListActivity(ctx, v.Tenant.ID, t.ID, nil, activityShown); err != nil {
 		return err
 	}
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	data.Names = namesOf(data.Agents)

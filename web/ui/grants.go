@@ -64,7 +64,7 @@ func (d *Dashboard) requests(c echo.Context, v *View) error {
 
 // agentNames maps the tenant's agent ids to names.
 func (d *Dashboard) agentNames(ctx context.Context, tenantID uuid.UUID) (map[uuid.UUID]string, error) {
-	as, err := d.d.Identity.Store().ListAgents(ctx, tenantID)
+	as, err := d.d.Identity.ListAgents(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (d *Dashboard) knowledgePage(c echo.Context, v *View) error {
 	svc := d.d.Knowledge
 	data := knowledgeData{Query: strings.TrimSpace(c.QueryParam("q")), Forgotten: c.QueryParam("forgotten")}
 	var err error
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	if data.Shared, err = svc.Store().Wikis(ctx, v.Tenant.ID, identity.Agent{}.ID, 500); err != nil {

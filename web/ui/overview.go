@@ -34,7 +34,7 @@ type overviewData struct {
 
 func (d *Dashboard) overview(c echo.Context, v *View) error {
 	ctx := c.Request().Context()
-	as, err := d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID)
+	as, err := d.d.Identity.ListAgents(ctx, v.Tenant.ID)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func (d *Dashboard) listPage(c echo.Context, v *View) error {
 		data.Next = api.EncodeCursor(responsibilities.PositionOf(rs[len(rs)-1]))
 	}
 	data.Responsibilities = rs
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	data.Names = make(map[uuid.UUID]string, len(data.Agents))

@@ -222,7 +222,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[action$="/profile"] button.primary`)),
 	))
 	waitFor(t, tab, `location.search.includes("done=agent_saved")`, "the saved budget's notice")
-	saved, err := w.ids.Store().Agent(ctx, w.acme.ID, w.ada.ID)
+	saved, err := w.ids.Agent(ctx, w.acme.ID, w.ada.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 4250, saved.BudgetCents, "the budget is saved")
 
