@@ -60,7 +60,7 @@ func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a ide
 		}
 	}
 	if d.d.Board != nil {
-		if p.Tasks, err = d.d.Board.Store().ListTasks(ctx, tenantID, board.TaskFilter{Assignee: a.ID, Limit: employeeShown}); err != nil {
+		if p.Tasks, err = d.d.Board.ListTasks(ctx, tenantID, board.TaskFilter{Assignee: a.ID, Limit: employeeShown}); err != nil {
 			return p, err
 		}
 	}

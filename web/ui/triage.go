@@ -44,7 +44,7 @@ func (d *Dashboard) triage(ctx context.Context, v *View, canAudit bool) (triage,
 		t.Questions = len(qs)
 	}
 	if d.d.Board != nil {
-		ts, err := d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Status: board.Blocked, Limit: triageCap})
+		ts, err := d.d.Board.ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Status: board.Blocked, Limit: triageCap})
 		if err != nil {
 			return t, err
 		}
