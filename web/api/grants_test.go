@@ -173,7 +173,7 @@ func TestGrantsAPITenantIsolation(t *testing.T) {
 	code, _ = f.do("GET", "/api/v1/tenants/acme/grants/requests", f.otherKey, "", nil)
 	require.Contains(t, []int{401, 403, 404}, code)
 
-	got, err := f.svc.Store().Request(context.Background(), f.tenant.ID, r.ID)
+	got, err := f.svc.Request(context.Background(), f.tenant.ID, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, grants.Pending, got.Status)
 }

@@ -46,10 +46,10 @@ func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a ide
 		}
 	}
 	if d.d.Grants != nil {
-		if p.Grants, err = d.d.Grants.Store().ListGrants(ctx, tenantID, a.ID, true); err != nil {
+		if p.Grants, err = d.d.Grants.ListGrants(ctx, tenantID, a.ID, true); err != nil {
 			return p, err
 		}
-		rs, err := d.d.Grants.Store().ListRequests(ctx, tenantID, grants.Pending, nil, requestsShown)
+		rs, err := d.d.Grants.ListRequests(ctx, tenantID, grants.Pending, nil, requestsShown)
 		if err != nil {
 			return p, err
 		}

@@ -30,7 +30,7 @@ func (d *Dashboard) triage(ctx context.Context, v *View, canAudit bool) (triage,
 	t := triage{Cap: triageCap}
 	now := time.Now()
 	if d.d.Grants != nil {
-		rs, err := d.d.Grants.Store().ListRequests(ctx, v.Tenant.ID, grants.Pending, nil, triageCap)
+		rs, err := d.d.Grants.ListRequests(ctx, v.Tenant.ID, grants.Pending, nil, triageCap)
 		if err != nil {
 			return t, err
 		}
