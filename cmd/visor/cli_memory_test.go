@@ -52,7 +52,7 @@ func TestCLIForgetSource(t *testing.T) {
 	out := ok("memory", "forget-source", "-tenant", "acme", "-source", m.Source.Key)
 	require.Contains(t, out, "forgot "+m.Source.Key+": 1 memories")
 	require.Contains(t, out, "notes/lead")
-	_, err = svc.Store().Memory(ctx, tn.ID, m.ID)
+	_, err = svc.Memory(ctx, tn.ID, m.ID)
 	require.True(t, fault.Is(err, fault.NotFound))
 	_, err = svc.StoreMemory(ctx, round, uuid.New(), knowledge.NewMemory{Content: "again"})
 	require.Equal(t, knowledge.MsgForgotten, fault.Message(err))
