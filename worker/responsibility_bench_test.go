@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/tools"
@@ -87,9 +88,7 @@ func benchTicks(b *testing.B, n int) {
 		require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1`, e.tenant.ID).Scan(&c))
 		return c
 	}
-	for count() < n {
-		time.Sleep(200 * time.Millisecond)
-	}
+	testsignal.Until(b, 10*time.Minute, 200*time.Millisecond, "every tick ran", func() bool { return count() >= n })
 	b.StopTimer()
 	report()
 	b.ReportMetric(loadStart, "load-start")
@@ -204,9 +203,7 @@ func benchSpread(b *testing.B, perHour, secs int) {
 		require.NoError(b, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1`, e.tenant.ID).Scan(&c))
 		return c
 	}
-	for count() < n {
-		time.Sleep(200 * time.Millisecond)
-	}
+	testsignal.Until(b, 10*time.Minute, 200*time.Millisecond, "every tick ran", func() bool { return count() >= n })
 	b.StopTimer()
 	runs, err := e.db.Pool.Query(e.ctx, `SELECT responsibility_id, opened_at FROM responsibility_runs WHERE tenant_id = $1`, e.tenant.ID)
 	require.NoError(b, err)

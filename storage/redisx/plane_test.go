@@ -178,7 +178,6 @@ func TestPlaneTakesTurnsBetweenTenants(t *testing.T) {
 		mu.Lock()
 		order = append(order, string(j.Payload))
 		mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
 		return json.RawMessage(`1`), nil
 	}})
 	flood, other := uuid.New(), uuid.New()
@@ -198,7 +197,7 @@ func TestPlaneTakesTurnsBetweenTenants(t *testing.T) {
 	waitQueued(t, f, flood, 30)
 	wg.Add(1)
 	go call(other, "B")
-	time.Sleep(100 * time.Millisecond) // B is queued behind 30 of A's
+	waitQueued(t, f, other, 1) // B is queued behind 30 of A's
 	close(gate)
 	wg.Wait()
 	pos := -1

@@ -165,7 +165,6 @@ func TestAStalledClientStallsNobodyElse(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("change %d: the reading client heard nothing while others stalled", i)
 		}
-		time.Sleep(time.Millisecond)
 	}
 	// Both stalled streams are gone. (Stats.Dropped counts the failed
 	// writes the hub saw; a stream whose connection net/http found broken

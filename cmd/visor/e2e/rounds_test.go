@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/rounds"
@@ -135,13 +136,12 @@ func startWorker(t testing.TB, name, dbURL, redisURL string, env ...string) *wor
 			t.Logf("--- worker %s log:\n%s", name, p.log.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testsignal.Until(t, 20*time.Second, 50*time.Millisecond, "worker "+name+" healthy", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return true
 			}
 		}
 		select {
@@ -149,11 +149,9 @@ func startWorker(t testing.TB, name, dbURL, redisURL string, env ...string) *wor
 			t.Fatalf("worker %s exited:\n%s", name, p.log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker %s did not become healthy: %v\n%s", name, err, p.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
+	return p
 }
 
 // kill ends the worker at once, as a crash or an OOM kill would: no drain,
