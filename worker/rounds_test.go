@@ -18,6 +18,7 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/egress"
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
@@ -452,7 +453,7 @@ func TestPollWaitsForAWakeup(t *testing.T) {
 		ps, err := e.svc.Poll(e.ctx, e.acme.ID, "acme", e.ada.ID, 5, 30*time.Second, nil)
 		got <- answer{ps, err}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testsignal.Until(t, 10*time.Second, time.Millisecond, "the long-poll waits", func() bool { return bell.Waiting() == 1 })
 	w := e.wake(t, e.acme, e.ada.ID, rounds.Reminder, rounds.Data{Label: "reminder", Author: "x", Text: "stand-up"})
 	a := <-got
 	require.NoError(t, a.err)

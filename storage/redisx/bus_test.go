@@ -118,7 +118,9 @@ func TestSubscriberReplacesAStalledConnection(t *testing.T) {
 	r := startSubscriber(t, srv)
 
 	srv.Pause()
-	time.Sleep(4500 * time.Millisecond) // past three silent idle periods
+	// Sleep, not a signal: the subscriber notices a frozen server only by
+	// its silence lasting three idle periods, so the silence must last.
+	time.Sleep(4500 * time.Millisecond)
 	srv.Resume()
 	require.Eventually(t, func() bool { _, n := r.snapshot(); return n >= 2 }, 10*time.Second, 20*time.Millisecond,
 		"a subscription that stopped answering must be replaced and the replacement signalled")

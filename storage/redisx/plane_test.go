@@ -299,7 +299,9 @@ func TestPlaneWorkerCountsItsRunningPoolJobs(t *testing.T) {
 	// One is taken; the other stays queued although three slots are free.
 	require.Eventually(t, func() bool { _, ok := seen.Load(1); return ok }, 5*time.Second, 10*time.Millisecond)
 	waitQueued(t, f, tenant, 1)
-	time.Sleep(600 * time.Millisecond) // two polls: still queued
+	// Sleep, not a signal: the claim is that the worker's own polls, which
+	// run on its timer, leave the job queued; two of them must pass.
+	time.Sleep(600 * time.Millisecond)
 	waitQueued(t, f, tenant, 1)
 	release <- struct{}{} // the first ends: the worker takes the second
 	waitQueued(t, f, tenant, 0)

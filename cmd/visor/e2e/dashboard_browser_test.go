@@ -304,7 +304,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#tail-toggle`)),
 		chromedp.Click(chromedp.CSS(`#tail-toggle`)),
 	))
-	time.Sleep(300 * time.Millisecond) // the tail's first read marks where it starts
+	// Sleep, not a signal: the tail starts where its EventSource connects,
+	// which the page does not report; a row written before that would not
+	// show.
+	time.Sleep(300 * time.Millisecond)
 	callTool(t, r, w.adaKey, "agent_status", map[string]any{})
 	require.NoError(t, chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#tail-rows li`))))
 	require.Contains(t, textOf(t, tab, "#tail-rows"), "agent_status")

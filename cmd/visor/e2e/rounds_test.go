@@ -303,7 +303,10 @@ func TestWorkerKilledMidDeliveryLosesNoWakeup(t *testing.T) {
 		ws, err := svc.Wakeups(ctx, w.acme.ID, rounds.Filter{State: rounds.Delivered})
 		return err == nil && len(ws) == n
 	}, 90*time.Second, 200*time.Millisecond, "every wake-up is delivered after the kill")
-	time.Sleep(3 * time.Second) // anything still to come would arrive now
+	// Sleep, not a signal: this asserts that no duplicate delivery comes
+	// from a killed worker's job; an absence has no event, and the killed
+	// process cannot report what it would have sent.
+	time.Sleep(3 * time.Second)
 
 	count := map[string]int{}
 	for _, d := range rr.deliveries() {
@@ -354,7 +357,9 @@ func TestLongPollOverHTTP(t *testing.T) {
 		c, ps := poll(w.adaKey, "?wait=30")
 		got <- answer{c, ps}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	testsignal.Until(t, 10*time.Second, 10*time.Millisecond, "the long-poll waits on the replica", func() bool {
+		return metrics(t, r)["visor_rounds_polls_waiting"] == 1
+	})
 	task := taskOf(t, callTool(t, r, w.operator, "tasks_create", map[string]any{"title": "Triage the inbox", "assignee": "ada"}))
 	a := <-got
 	require.Equal(t, http.StatusOK, a.code)
