@@ -40,11 +40,8 @@ func newRevokeFixture(t *testing.T, reconcileEvery time.Duration, pub func(*live
 	require.NoError(t, f.hub.Start(ctx))
 	t.Cleanup(f.hub.Stop)
 	f.ids = identity.NewService(postgres.NewIdentityStore(f.db), pub(f.hub), slog.New(slog.DiscardHandler))
-	var err error
-	f.ta, err = f.ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	f.tb, err = f.ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, f.db)
+	f.ta, f.tb = tt.A, tt.B
 	return f
 }
 

@@ -60,10 +60,8 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 	t.Cleanup(hub.Stop)
 	ids := identity.NewService(postgres.NewIdentityStore(db), hub, slog.New(slog.DiscardHandler))
 	creds := postgres.NewCredentialStore(db)
-	ta, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	tb, err := ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, db)
+	ta, tb := tt.A, tt.B
 
 	rw := []string{identity.ScopeToolsRead, identity.ScopeToolsWrite}
 	// open makes a member of tenant with an OAuth grant of tools:read and
@@ -95,7 +93,7 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 	requireOpenAndQuiet(t, "after opening", owner, ms, other)
 
 	// Owner to admin: both may grant every scope, so nothing changes.
-	_, err = ids.SetMemberRole(ctx, ta.ID, m.ID, identity.RoleAdmin)
+	_, err := ids.SetMemberRole(ctx, ta.ID, m.ID, identity.RoleAdmin)
 	require.NoError(t, err)
 	hub.Settle(t)
 	requireOpenAndQuiet(t, "owner to admin", owner, ms, other)
