@@ -138,10 +138,8 @@ func newRoundsEnv(t testing.TB, guarded bool) *roundsEnv {
 	t.Cleanup(r.Stop)
 	e.runner = r
 
-	e.acme, err = e.ids.CreateTenant(e.ctx, "acme", "Acme")
-	require.NoError(t, err)
-	e.globex, err = e.ids.CreateTenant(e.ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, e.db)
+	e.acme, e.globex = tt.A, tt.B
 	for _, p := range []struct {
 		tn identity.Tenant
 		to *identity.Agent
