@@ -13,7 +13,7 @@ import (
 
 // Tenants is the setup of a tenant-isolation test: two tenants on one
 // database, acme (A) and globex (B), made through the identity service,
-// to which a test adds the members, employees and keys it needs. The test
+// to which a test adds the members and employees it needs. The test
 // does something as one tenant and checks that the other sees nothing of
 // it: another tenant's row is not-found, like a missing one.
 type Tenants struct {
@@ -62,16 +62,4 @@ func (tt Tenants) Member(t testing.TB, tenant identity.Tenant, email string, rol
 		t.Fatalf("create member %s in %s: %v", email, tenant.Slug, err)
 	}
 	return m
-}
-
-// AgentKey issues a key for agent with the tools:write scope and
-// returns it with its bearer token.
-func (tt Tenants) AgentKey(t testing.TB, tenant identity.Tenant, agent identity.Agent) (identity.Key, string) {
-	t.Helper()
-	k, token, err := tt.IDs.CreateKey(context.Background(), tenant.ID, identity.NewKey{Kind: identity.KeyAgent, AgentID: agent.ID, Name: agent.Name,
-		Scopes: []string{identity.ScopeToolsWrite}})
-	if err != nil {
-		t.Fatalf("create a key for %s in %s: %v", agent.Name, tenant.Slug, err)
-	}
-	return k, token
 }
