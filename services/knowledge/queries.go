@@ -6,17 +6,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// The query methods below are how the operator's edges (the admin API,
-// the dashboard, the CLI) read what employees stored: the service keeps its
+// The query methods below are how the operator's edges (the admin API and
+// the dashboard) read what employees stored: the service keeps its
 // read-write store to itself, so every write carries its source and every
 // forgetting passes through Forget. Each returns the store's answer
 // unchanged; a row that is missing, or belongs to another tenant, is
 // fault.NotFound.
-
-// Memory returns the tenant's memory id.
-func (s *Service) Memory(ctx context.Context, tenantID, id uuid.UUID) (Memory, error) {
-	return s.cfg.Store.Memory(ctx, tenantID, id)
-}
 
 // Wiki reads a page of an employee's wiki; agentID uuid.Nil is the shared
 // wiki.
