@@ -61,10 +61,8 @@ func newKeyEnv(t *testing.T) *keyEnv {
 	ctx := context.Background()
 	env := &keyEnv{db: db, svc: svc, resolver: resolver}
 	var err error
-	env.a, err = svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	env.b, err = svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, db)
+	env.a, env.b = tt.A, tt.B
 	env.agentA, err = svc.CreateAgent(ctx, env.a.ID, identity.NewAgent{Name: "ada"})
 	require.NoError(t, err)
 	env.creds = postgres.NewCredentialStore(db)

@@ -38,13 +38,12 @@ func TestConcurrentFirstUsesOfAKeyShareOneVerification(t *testing.T) {
 			wg.Go(func() { out[i] = c.verify(token, hash, secret) })
 		}
 		sum := sha256.Sum256([]byte(token))
-		for waiting := 0; waiting < n-1; time.Sleep(time.Millisecond) {
+		require.Eventually(t, func() bool {
 			c.mu.Lock()
-			if v := c.running[sum]; v != nil {
-				waiting = v.waiters
-			}
-			c.mu.Unlock()
-		}
+			defer c.mu.Unlock()
+			v := c.running[sum]
+			return v != nil && v.waiters == n-1
+		}, 10*time.Second, time.Millisecond, "the other verifications wait for the first")
 		close(release)
 		wg.Wait()
 		release = make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/egress"
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/rounds"
@@ -207,7 +208,7 @@ func TestAClosedGateOrTheCapStopsAPush(t *testing.T) {
 	require.Equal(t, responsibilities.NoticeRefused, ns[0].State)
 	require.Equal(t, responsibilities.ReasonCap, ns[0].Reason)
 	require.Equal(t, 1, e.pushAudits(t, responsibilities.EventPushRefused, second))
-	time.Sleep(500 * time.Millisecond) // no job exists for it; nothing more arrives
+	pushesDone(t, e) // nothing more can arrive
 	require.Len(t, in.all(), 1, "only the one push the gates let through")
 }
 
@@ -329,6 +330,18 @@ func TestQuietHoursHoldAPushUntilTheyEnd(t *testing.T) {
 	_, err = e.db.Pool.Exec(e.ctx, `UPDATE river_job SET scheduled_at = now() WHERE kind = 'responsibility_question_push'
 		AND args->>'notice_id' = $1`, n.ID.String())
 	require.NoError(t, err)
-	time.Sleep(500 * time.Millisecond)
+	pushesDone(t, e) // the withdrawn push's job ran and sent nothing
 	require.Len(t, in.all(), 1, "the withdrawn push was not sent")
+}
+
+// pushesDone waits until no push job is left to run: each has completed,
+// been cancelled or been discarded, so no further push can arrive.
+func pushesDone(t *testing.T, e *responsibilityEnv) {
+	t.Helper()
+	testsignal.Until(t, 20*time.Second, 20*time.Millisecond, "every push job finished", func() bool {
+		var left int
+		require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job WHERE kind = 'responsibility_question_push'
+			AND state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&left))
+		return left == 0
+	})
 }

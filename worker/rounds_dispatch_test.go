@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/rounds"
@@ -68,7 +69,15 @@ func TestDispatcherRunsRoutinesInTheTenantsTimeZone(t *testing.T) {
 	got, err := e.boardStore.Routine(e.ctx, tn.ID, r.ID)
 	require.NoError(t, err)
 	require.True(t, got.NextRunAt.Equal(*r.NextRunAt), "the next run is the next 09:00 in Tokyo: %s", got.NextRunAt)
-	time.Sleep(300 * time.Millisecond)
+	// The routine's next run is tomorrow, so only a second delivery job for
+	// this slot could still arrive; once every delivery job is done, none
+	// can.
+	testsignal.Until(t, 20*time.Second, 20*time.Millisecond, "every delivery job finished", func() bool {
+		var left int
+		require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job WHERE kind = 'deliver_wakeup'
+			AND state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&left))
+		return left == 0
+	})
 	require.Len(t, e.rcv.deliveries(), 1, "one slot, one run")
 }
 
@@ -111,16 +120,11 @@ func lateness(b *testing.B) {
 	d := &worker.Dispatcher{Board: e.board, Log: slog.New(slog.DiscardHandler)}
 	require.NoError(b, d.Start(e.ctx))
 	defer d.Stop()
-	deadline := time.Now().Add(max(2*time.Minute, time.Duration(n)*30*time.Millisecond))
-	for {
+	testsignal.Until(b, max(2*time.Minute, time.Duration(n)*30*time.Millisecond), 50*time.Millisecond, "every reminder delivered", func() bool {
 		mu.Lock()
-		c := len(late)
-		mu.Unlock()
-		if c >= n || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(late) >= n
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(b, late, n, "every reminder delivered")

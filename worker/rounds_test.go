@@ -18,6 +18,7 @@ import (
 
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/egress"
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
@@ -137,10 +138,8 @@ func newRoundsEnv(t testing.TB, guarded bool) *roundsEnv {
 	t.Cleanup(r.Stop)
 	e.runner = r
 
-	e.acme, err = e.ids.CreateTenant(e.ctx, "acme", "Acme")
-	require.NoError(t, err)
-	e.globex, err = e.ids.CreateTenant(e.ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, e.db)
+	e.acme, e.globex = tt.A, tt.B
 	for _, p := range []struct {
 		tn identity.Tenant
 		to *identity.Agent
@@ -452,7 +451,7 @@ func TestPollWaitsForAWakeup(t *testing.T) {
 		ps, err := e.svc.Poll(e.ctx, e.acme.ID, "acme", e.ada.ID, 5, 30*time.Second, nil)
 		got <- answer{ps, err}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testsignal.Until(t, 10*time.Second, time.Millisecond, "the long-poll waits", func() bool { return bell.Waiting() == 1 })
 	w := e.wake(t, e.acme, e.ada.ID, rounds.Reminder, rounds.Data{Label: "reminder", Author: "x", Text: "stand-up"})
 	a := <-got
 	require.NoError(t, a.err)

@@ -64,7 +64,7 @@ func (s *Server) session(ctx context.Context, value string) (credentials.Session
 	if err != nil {
 		return ss, identity.Member{}, err
 	}
-	m, err := s.identity.Store().Member(ctx, ss.TenantID, ss.MemberID)
+	m, err := s.identity.Member(ctx, ss.TenantID, ss.MemberID)
 	return ss, m, err
 }
 
@@ -82,7 +82,7 @@ func (s *Server) ResolveSession(ctx context.Context, value string) (identity.Ten
 	if err != nil {
 		return identity.Tenant{}, identity.Principal{}, err
 	}
-	t, err := s.identity.Store().Tenant(ctx, ss.TenantID)
+	t, err := s.identity.Tenant(ctx, ss.TenantID)
 	if err != nil {
 		return t, identity.Principal{}, err
 	}

@@ -29,7 +29,7 @@ func (s *Server) ResolveToken(ctx context.Context, t identity.Tenant, token stri
 	}
 	// The member's current role bounds the token: a member demoted to
 	// viewer takes their clients' write scopes with them.
-	m, err := s.identity.Store().Member(ctx, t.ID, sess.MemberID)
+	m, err := s.identity.Member(ctx, t.ID, sess.MemberID)
 	if fault.Is(err, fault.NotFound) {
 		return identity.Principal{}, fault.New(fault.Unauthorized, "the access token's member is gone")
 	}

@@ -105,7 +105,7 @@ func lookupTenant(ctx context.Context, a *app, fs *flag.FlagSet) (identity.Tenan
 	if err := required(fs, "tenant"); err != nil {
 		return identity.Tenant{}, err
 	}
-	t, err := a.ids.Store().TenantBySlug(ctx, str(fs, "tenant"))
+	t, err := a.ids.TenantBySlug(ctx, str(fs, "tenant"))
 	if fault.Is(err, fault.NotFound) {
 		return t, fmt.Errorf("no tenant %q; list them with `visor tenant list`", str(fs, "tenant"))
 	}

@@ -90,7 +90,7 @@ func TestCapabilityRequestLimitsOnTheEndpoint(t *testing.T) {
 		return callTool(t, r, "acme", key, "capability_request", map[string]any{"tool": fmt.Sprintf("secret_%d", n), "reason": "for the audit task"})
 	}
 	denyAll := func() {
-		pending, err := r.a.grants.Store().ListRequests(ctx, tn.ID, grants.Pending, nil, 100)
+		pending, err := r.a.grants.ListRequests(ctx, tn.ID, grants.Pending, nil, 100)
 		require.NoError(t, err)
 		for _, p := range pending {
 			_, err := r.a.grants.Deny(ctx, tn.ID, p.ID, "op", "")

@@ -31,7 +31,7 @@ func agentCommand() command {
 				}
 				in := identity.NewAgent{Name: str(fs, "name"), Department: str(fs, "department"), Role: str(fs, "role")}
 				if boss := str(fs, "reports-to"); boss != "" {
-					b, err := a.ids.Store().AgentByName(ctx, t.ID, boss)
+					b, err := a.ids.AgentByName(ctx, t.ID, boss)
 					if err != nil {
 						return fmt.Errorf("-reports-to: no agent %q in %s", boss, t.Slug)
 					}
@@ -51,7 +51,7 @@ func agentCommand() command {
 				if err != nil {
 					return err
 				}
-				as, err := a.ids.Store().ListAgents(ctx, t.ID)
+				as, err := a.ids.ListAgents(ctx, t.ID)
 				if err != nil {
 					return err
 				}

@@ -37,7 +37,7 @@ func dbsourceCommand() command {
 				if err != nil {
 					return err
 				}
-				list, err := a.dbSources.Store().List(ctx, t.ID)
+				list, err := a.dbSources.List(ctx, t.ID)
 				if err != nil {
 					return err
 				}

@@ -35,7 +35,7 @@ func keyCommand() command {
 					in.Scopes = strings.Split(s, ",")
 				}
 				if name := str(fs, "agent"); name != "" {
-					ag, err := a.ids.Store().AgentByName(ctx, t.ID, name)
+					ag, err := a.ids.AgentByName(ctx, t.ID, name)
 					if err != nil {
 						return fmt.Errorf("-agent: no agent %q in %s", name, t.Slug)
 					}
@@ -55,7 +55,7 @@ func keyCommand() command {
 				if err != nil {
 					return err
 				}
-				ks, err := a.ids.Store().ListKeys(ctx, t.ID)
+				ks, err := a.ids.ListKeys(ctx, t.ID)
 				if err != nil {
 					return err
 				}

@@ -49,7 +49,7 @@ func memberCommand() command {
 				if err != nil {
 					return err
 				}
-				ms, err := a.ids.Store().ListMembers(ctx, t.ID)
+				ms, err := a.ids.ListMembers(ctx, t.ID)
 				if err != nil {
 					return err
 				}

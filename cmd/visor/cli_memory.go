@@ -29,7 +29,7 @@ func memoryCommand() command {
 				}
 				var ag identity.Agent
 				if name := str(fs, "agent"); name != "" {
-					if ag, err = a.ids.Store().AgentByName(ctx, t.ID, name); err != nil {
+					if ag, err = a.ids.AgentByName(ctx, t.ID, name); err != nil {
 						return fmt.Errorf("-agent: no agent %q in %s", name, t.Slug)
 					}
 				}

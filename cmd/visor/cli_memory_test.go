@@ -40,7 +40,8 @@ func TestCLIForgetSource(t *testing.T) {
 	require.NoError(t, err)
 	lead, err := ids.AgentByName(ctx, tn.ID, "lead")
 	require.NoError(t, err)
-	svc := knowledge.NewService(knowledge.Config{Store: postgres.NewKnowledgeStore(db), Directory: ids, Relations: agents.NewDelegation(ids)})
+	store := postgres.NewKnowledgeStore(db)
+	svc := knowledge.NewService(knowledge.Config{Store: store, Directory: ids, Relations: agents.NewDelegation(ids)})
 	round := identity.Principal{TenantID: tn.ID, Kind: identity.KindEmployee, AgentID: lead.ID, TaskID: uuid.New(),
 		CredentialID: "round:" + uuid.NewString()}
 	m, err := svc.StoreMemory(ctx, round, uuid.New(), knowledge.NewMemory{Content: "The lead's note."})
@@ -52,7 +53,7 @@ func TestCLIForgetSource(t *testing.T) {
 	out := ok("memory", "forget-source", "-tenant", "acme", "-source", m.Source.Key)
 	require.Contains(t, out, "forgot "+m.Source.Key+": 1 memories")
 	require.Contains(t, out, "notes/lead")
-	_, err = svc.Store().Memory(ctx, tn.ID, m.ID)
+	_, err = store.Memory(ctx, tn.ID, m.ID)
 	require.True(t, fault.Is(err, fault.NotFound))
 	_, err = svc.StoreMemory(ctx, round, uuid.New(), knowledge.NewMemory{Content: "again"})
 	require.Equal(t, knowledge.MsgForgotten, fault.Message(err))

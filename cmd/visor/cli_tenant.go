@@ -30,7 +30,7 @@ func tenantCommand() command {
 			}},
 		action{name: "list", help: "list every tenant",
 			run: func(ctx context.Context, a *app, w io.Writer, _ *flag.FlagSet, _ []string) error {
-				ts, err := a.ids.Store().ListTenants(ctx)
+				ts, err := a.ids.ListTenants(ctx)
 				if err != nil {
 					return err
 				}

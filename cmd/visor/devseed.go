@@ -44,7 +44,7 @@ func credentialsPath(dir string) string { return filepath.Join(dir, "credentials
 // the kept credentials work, replacing any that do not.
 func seedDemo(ctx context.Context, a *app, base string) (devCredentials, error) {
 	kept := loadCredentials(a.cfg.DevDir)
-	t, err := a.ids.Store().TenantBySlug(ctx, demoSlug)
+	t, err := a.ids.TenantBySlug(ctx, demoSlug)
 	if fault.Is(err, fault.NotFound) {
 		t, err = a.ids.CreateTenant(ctx, demoSlug, demoName)
 	}
@@ -89,7 +89,7 @@ func loadCredentials(dir string) devCredentials {
 // ensureOwner returns a working password for the demo owner: the kept one
 // if it still signs in, otherwise a new one.
 func ensureOwner(ctx context.Context, ids *identity.Service, t identity.Tenant, kept string) (string, error) {
-	m, err := ids.Store().MemberByEmail(ctx, t.ID, demoOwner)
+	m, err := ids.MemberByEmail(ctx, t.ID, demoOwner)
 	if fault.Is(err, fault.NotFound) {
 		pw := randomSecret()
 		_, err := ids.CreateMember(ctx, t.ID, demoOwner, pw, identity.RoleOwner)
@@ -108,7 +108,7 @@ func ensureOwner(ctx context.Context, ids *identity.Service, t identity.Tenant, 
 }
 
 func ensureAgent(ctx context.Context, ids *identity.Service, t identity.Tenant) (identity.Agent, error) {
-	ag, err := ids.Store().AgentByName(ctx, t.ID, demoAgent)
+	ag, err := ids.AgentByName(ctx, t.ID, demoAgent)
 	switch {
 	case fault.Is(err, fault.NotFound):
 		return ids.CreateAgent(ctx, t.ID, identity.NewAgent{Name: demoAgent, Department: "general", Role: "assistant"})

@@ -74,6 +74,8 @@ func (a *app) startLive(ctx context.Context, s *server.Server, visible live.Visi
 			stat(func(s live.Stats) int { return s.Streams })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "visor_live_principals", Help: "Distinct principals with a live stream on this replica."},
 			stat(func(s live.Stats) int { return s.Principals })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "visor_live_pending", Help: "Tenant recomputes and list_changed notifications this replica has queued or in progress."},
+			stat(func(s live.Stats) int { return s.Pending })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_notifications_total", Help: "tools/list_changed notifications sent by this replica."},
 			stat(func(s live.Stats) int { return int(s.Notified) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "visor_live_reconcile_repairs_total", Help: "Tenants the reconciler found changed without an event (lost or late events)."},

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/rounds"
@@ -97,6 +99,9 @@ func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth
 	}
 	h := longpoll.New(a.rounds, a.stores.audit)
 	h.Register(s.Echo(), resolver.Middleware(""))
+	bell := a.bell
+	s.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "visor_rounds_polls_waiting",
+		Help: "Runtime long-polls waiting on this replica for a wake-up."}, func() float64 { return float64(bell.Waiting()) }))
 	longpoll.NewSpend(a.responsibilities, a.stores.audit).Register(s.Echo(), resolver.Middleware(""))
 	s.OnShutdown(h.Close)
 	return nil

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -56,25 +59,31 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	code, _ := httpGet(t, "http://"+addr+"/readyz", "")
 	require.Equal(t, 200, code)
 
-	// Hold a connection with a request whose body arrives slowly, so it is
-	// in flight when the signal lands.
-	pr, pw := newSlowBody()
-	done := make(chan int, 1)
-	go func() {
-		res, err := http.Post("http://"+addr+"/api/v1/tenants", "application/json", pr)
-		if err != nil {
-			done <- -1
-			return
-		}
-		res.Body.Close()
-		done <- res.StatusCode
-	}()
-	time.Sleep(200 * time.Millisecond)
+	// Hold a connection with a request whose headers are sent and whose
+	// body is not, so it is in flight when the signal lands.
+	body := `{"slug":"x","name":"y"}`
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /api/v1/tenants HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, len(body))
+	require.NoError(t, err)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	time.Sleep(200 * time.Millisecond)
-	_, _ = pw.Write([]byte(`{"slug":"x","name":"y"}`))
-	pw.Close()
-	require.Equal(t, 401, <-done, "the in-flight request got its answer (no credential)")
+	// The body follows once the server says it is shutting down.
+	for !strings.Contains(strings.Join(logs, "\n"), "http server shutting down") {
+		select {
+		case l, ok := <-lines:
+			require.True(t, ok, "serve exited before it logged its shutdown:\n%s", strings.Join(logs, "\n"))
+			logs = append(logs, l)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("serve did not log its shutdown:\n%s", strings.Join(logs, "\n"))
+		}
+	}
+	_, err = io.WriteString(conn, body)
+	require.NoError(t, err)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 401, res.StatusCode, "the in-flight request got its answer (no credential)")
 
 	for l := range lines {
 		logs = append(logs, l)
@@ -95,12 +104,4 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
-}
-
-func newSlowBody() (*os.File, *os.File) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		panic(err)
-	}
-	return r, w
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
@@ -134,12 +135,12 @@ func startServe(t *testing.T) (string, string) {
 			t.Logf("visor serve log:\n%s", log.String())
 		}
 	})
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testsignal.Until(t, 60*time.Second, 50*time.Millisecond, "visor serve healthy", func() bool {
 		resp, err := http.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return true
 			}
 		}
 		select {
@@ -147,9 +148,7 @@ func startServe(t *testing.T) (string, string) {
 			t.Fatalf("visor serve exited:\n%s", log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("visor serve did not become healthy: %v", err)
-		}
-	}
+		return false
+	})
 	return fmt.Sprintf("%s/t/acme/mcp", base), operator
 }

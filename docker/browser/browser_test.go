@@ -248,6 +248,9 @@ func TestAllowlistIsEnforcedByTheNetwork(t *testing.T) {
 	require.NoError(t, raw(t, m, r, "https://shop.test/page"))
 	_, err = m.Do(ctx, r, computer.Action{Kind: computer.ActClick, X: 50, Y: 20, Button: "left"})
 	require.NoError(t, err)
+	// Sleep, not a signal: a navigation the browser refuses produces no
+	// event to wait for; this gives a request that slipped through time to
+	// reach the listener.
 	time.Sleep(time.Second)
 	require.Zero(t, l.evil.count(), "a link to an unlisted host reaches nothing")
 

@@ -18,6 +18,7 @@ import (
 	"github.com/visorhq/visor/docker"
 	"github.com/visorhq/visor/docker/dockertest"
 	"github.com/visorhq/visor/docker/sandbox"
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/fault"
 	domain "github.com/visorhq/visor/services/sandbox"
 )
@@ -87,18 +88,27 @@ func (b *bundle) started(t testing.TB, p domain.Program) (string, context.Cancel
 		_, err := b.r.Run(ctx, p)
 		done <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var id string
+	defer func() {
+		if id == "" { // the wait failed: end the run
+			cancel()
+		}
+	}()
+	testsignal.Until(t, 30*time.Second, 20*time.Millisecond, "the sandbox container running", func() bool {
 		for _, c := range b.containers(t) {
 			if c.State == "running" && c.Labels[docker.LabelID] == p.RunID.String() {
-				return c.ID, cancel, done
+				id = c.ID
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	t.Fatalf("the sandbox container never ran (run ended: %v)", <-done)
-	return "", nil, nil
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before its container was seen running: %v", err)
+		default:
+		}
+		return false
+	})
+	return id, cancel, done
 }
 
 func TestCreatedContainerCarriesEveryLimit(t *testing.T) {

@@ -50,7 +50,7 @@ type Directory interface {
 	AgentNames(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
 }
 
-// NewService returns the family's service. dir is normally ids.Store().
+// NewService returns the family's service. dir is normally the identity store.
 func NewService(ids *identity.Service, dir Directory, res Reservations) *Service {
 	return &Service{ids: ids, res: res, dirs: dir}
 }

@@ -81,11 +81,8 @@ func setup(t *testing.T) *fixture {
 	f.store = postgres.NewBoardStore(f.db, nil)
 	f.svc = board.NewService(board.Deps{Store: f.store, Relations: agents.NewDelegation(idStore), Directory: idStore,
 		Staff: f.ids, Grants: f.grants, Rounds: f.rounds, Logger: log})
-	var err error
-	f.acme, err = f.ids.CreateTenant(f.ctx, "acme", "Acme")
-	require.NoError(t, err)
-	f.globex, err = f.ids.CreateTenant(f.ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, f.db)
+	f.acme, f.globex = tt.A, tt.B
 	f.ada = f.agent(t, f.acme, "ada", "eng")
 	f.bob = f.agent(t, f.acme, "bob", "eng")
 	f.cy = f.agent(t, f.acme, "cy", "sales")

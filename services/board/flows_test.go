@@ -207,7 +207,7 @@ func TestFinishingATaskEndsItsGrantsRoundsAndSpawnedEmployees(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{tk.ID}, f.grants.ended(), "task-scoped grants end")
 	require.Contains(t, f.rounds.calls, [2]uuid.UUID{tk.ID, uuid.Nil}, "every round on the task ends")
-	gone, err := f.ids.Store().Agent(f.ctx, f.acme.ID, helper.ID)
+	gone, err := f.ids.Agent(f.ctx, f.acme.ID, helper.ID)
 	require.NoError(t, err)
 	require.Equal(t, identity.AgentTrashed, gone.Status, "the spawned employee retires with its task")
 

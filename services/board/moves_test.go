@@ -25,7 +25,7 @@ func TestEveryToolThatMovesATaskAppliesOneRule(t *testing.T) {
 	refused(t, err, "team_handoff to itself")
 	_, _, err = f.svc.Spawn(f.ctx, f.cyA, tk.ID, "cys-helper", "")
 	refused(t, err, "spawn_agent for the creator's own subordinate")
-	_, err = f.ids.Store().AgentByName(f.ctx, f.acme.ID, "cys-helper")
+	_, err = f.ids.AgentByName(f.ctx, f.acme.ID, "cys-helper")
 	require.Error(t, err, "a refused spawn creates nobody")
 
 	// Related callers and operators move it as before.

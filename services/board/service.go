@@ -111,9 +111,6 @@ func NewService(d Deps) *Service {
 // SetRuns installs the responsibility runs seam.
 func (s *Service) SetRuns(r Runs) { s.runs = r }
 
-// Store returns the store, for read paths.
-func (s *Service) Store() Store { return s.store }
-
 // activeAgent returns the tenant's active employee id, NotFound otherwise.
 func (s *Service) activeAgent(ctx context.Context, tenantID, id uuid.UUID) (identity.Agent, error) {
 	a, err := s.dir.Agent(ctx, tenantID, id)

@@ -58,9 +58,6 @@ func NewService(store Store, keys *secrets.Keyring, drivers map[Kind]Driver, pub
 	return &Service{store: store, keys: keys, drivers: drivers, pub: pub, log: log, running: map[uuid.UUID]int{}}
 }
 
-// Store returns the store, for read paths.
-func (s *Service) Store() Store { return s.store }
-
 // UnknownSources returns the names among names the tenant has no source
 // for (identity.SourceNames: employee settings may name only sources that
 // exist).

@@ -48,9 +48,6 @@ func NewService(store Store, dir Directory, pub changes.Publisher, match MatchFu
 	return &Service{Limits: DefaultRequestLimits, store: store, dir: dir, pub: pub, match: match, log: log, now: time.Now}
 }
 
-// Store returns the underlying store for read paths.
-func (s *Service) Store() Store { return s.store }
-
 // LiveGrants returns the entries of the agent's grants in force now; it is
 // what the tools policy reads (tools.Grants).
 func (s *Service) LiveGrants(ctx context.Context, tenantID, agentID uuid.UUID) ([]string, error) {

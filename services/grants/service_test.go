@@ -70,11 +70,9 @@ func setup(t *testing.T) *fixture {
 	require.NoError(t, f.hub.Start(ctx))
 	t.Cleanup(f.hub.Stop)
 
+	tt := pgtest.TwoTenants(t, db)
+	f.tenant, f.other = tt.A, tt.B
 	var err error
-	f.tenant, err = ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	f.other, err = ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
 	scoped := identity.AgentSettings{Capabilities: identity.Capabilities{ScopedTools: []string{"secret_*", "mcp__visor__plain_write"}}}
 	f.ada, err = ids.CreateAgent(ctx, f.tenant.ID, identity.NewAgent{Name: "ada", Settings: scoped})
 	require.NoError(t, err)
@@ -93,6 +91,14 @@ func (f *fixture) visible(t *testing.T) []string {
 	return names
 }
 
+// settle waits until the hub has acted on every change announced so far:
+// the services publish to it before they return, so what it has not sent
+// by then it never will.
+func (f *fixture) settle(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool { return f.hub.Stats().Pending == 0 }, 5*time.Second, time.Millisecond)
+}
+
 func (f *fixture) waitNotified(t *testing.T, n int32, what string) {
 	t.Helper()
 	require.Eventually(t, func() bool { return f.stream.n.Load() == n }, 3*time.Second, 5*time.Millisecond, what)
@@ -108,7 +114,7 @@ func TestScopedToolHiddenUntilApprovedAndGoneWhenRevoked(t *testing.T) {
 	require.Equal(t, grants.Pending, r.Status)
 	_, err = f.svc.Ask(f.ctx, f.employee, "secret_read", "again")
 	require.True(t, fault.Is(err, fault.Conflict), "%v", err)
-	time.Sleep(100 * time.Millisecond)
+	f.settle(t)
 	require.Zero(t, f.stream.n.Load(), "a pending request changes nothing visible")
 
 	_, g, err := f.svc.Approve(f.ctx, f.tenant.ID, r.ID, grants.Approval{By: "operator:k"})
@@ -139,7 +145,7 @@ func TestApprovalEntriesUseTheAllowedToolsMatchingRules(t *testing.T) {
 	// mcp__visor__ names Visor's own tool; mcp__other__ never does.
 	_, err = f.svc.Grant(f.ctx, f.tenant.ID, f.ada.ID, "mcp__other__plain_write", uuid.Nil, 0, "op")
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond)
+	f.settle(t)
 	require.EqualValues(t, 1, f.stream.n.Load(), "a grant naming another server's tool shows nothing, so nothing is sent")
 	_, err = f.svc.Grant(f.ctx, f.tenant.ID, f.ada.ID, "mcp__visor__plain_write", uuid.Nil, 0, "op")
 	require.NoError(t, err)
@@ -208,7 +214,7 @@ func TestDenyAndOtherTenantsAreUntouched(t *testing.T) {
 	_, err = f.svc.Grant(f.ctx, f.tenant.ID, f.ada.ID, "secret_read", uuid.Nil, 0, "op")
 	require.NoError(t, err)
 	f.waitNotified(t, 1, "grant to ada")
-	time.Sleep(100 * time.Millisecond)
+	f.settle(t)
 	require.Zero(t, gilStream.n.Load(), "another tenant's employee hears nothing")
 	_, err = f.svc.Grant(f.ctx, f.other.ID, f.ada.ID, "secret_read", uuid.Nil, 0, "op")
 	require.True(t, fault.Is(err, fault.NotFound), "a tenant cannot grant to another tenant's agent: %v", err)

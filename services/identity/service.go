@@ -36,9 +36,6 @@ func NewService(store Store, pub changes.Publisher, log *slog.Logger) *Service {
 	return &Service{store: store, pub: pub, log: log, now: time.Now, verify: VerifySecret}
 }
 
-// Store returns the underlying store for read paths.
-func (s *Service) Store() Store { return s.store }
-
 // publish announces a committed change. A failure is logged, not returned:
 // the change is durable and replicas reconcile against the policy version.
 func (s *Service) publish(ctx context.Context, e changes.Event) {

@@ -94,9 +94,6 @@ func NewService(cfg Config) *Service {
 // SetRuns sets the responsibility runs seam once they exist.
 func (s *Service) SetRuns(r Runs) { s.cfg.Runs = r }
 
-// Store returns the underlying store for read paths (the dashboard).
-func (s *Service) Store() Store { return s.cfg.Store }
-
 // source derives the source of a write by p in call callID.
 func (s *Service) source(ctx context.Context, p identity.Principal, callID uuid.UUID) (Source, error) {
 	return Derive(ctx, s.cfg.Runs, p, callID)

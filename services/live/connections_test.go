@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +18,13 @@ import (
 // never sees another's.
 func TestHubConnectionsByTenant(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, time.Hour)
+	f := newFixture(t)
+	// A clock that moves a second on each reading gives every stream its
+	// own open time.
+	var clock atomic.Int64
+	f.hub, _ = f.start(t, live.Config{Visible: f.pol.visible, Now: func() time.Time { return time.Unix(clock.Add(1), 0) }})
 	ada, gil := uuid.New(), uuid.New()
 	f.open(t, f.ta, ada)
-	time.Sleep(2 * time.Millisecond) // distinct open times
 	s := &fakeStream{p: identity.Principal{TenantID: f.ta, Kind: identity.KindExternal, MemberID: uuid.New(), ClientID: "c1", CredentialID: "oauth:1"}}
 	unregister := f.hub.Open(context.Background(), s)
 	f.open(t, f.tb, gil)

@@ -52,6 +52,9 @@ type Config struct {
 	// credential, which catches expiry and revocations whose event and
 	// policy-version bump were both lost; default 30s.
 	CheckEvery time.Duration
+	// Now stamps when a stream opened (Connection.Opened); default
+	// time.Now.
+	Now func() time.Time
 }
 
 // Hub implements Streams. It remembers, for each live stream of this
@@ -80,6 +83,8 @@ type Hub struct {
 
 	kick chan struct{}
 	life lifecycle.Base // workers, senders and the reconciler
+
+	signals signals // armed by tests only
 }
 
 var (
@@ -168,6 +173,9 @@ func NewHub(cfg Config) *Hub {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	h := &Hub{cfg: cfg, log: cfg.Log, tenants: map[uuid.UUID]*tenant{}, kick: make(chan struct{}, 1)}
 	h.wake = sync.NewCond(&h.mu)
 	h.sendWake = sync.NewCond(&h.mu)
@@ -207,7 +215,7 @@ func (h *Hub) Stop() {
 func (h *Hub) Open(ctx context.Context, s Stream) func() {
 	p := s.Principal()
 	key := principalKey(p)
-	e := &entry{s: s, opened: time.Now()}
+	e := &entry{s: s, opened: h.cfg.Now()}
 
 	h.mu.Lock()
 	t := h.tenants[p.TenantID]
@@ -346,6 +354,10 @@ type Stats struct {
 	// Dropped counts streams dropped because they could not take a
 	// notification in time (or at all).
 	Notified, Repaired, Revoked, Dropped int64
+	// Pending counts the work in hand: tenants queued or being
+	// recomputed, and notifications queued or being written. 0 means the
+	// hub has acted on everything it was told.
+	Pending int
 }
 
 // Stats returns current counts.
@@ -357,6 +369,16 @@ func (h *Hub) Stats() Stats {
 		s.Tenants++
 		s.Principals += len(t.principals)
 		s.Streams += t.streams
+		if t.queued || t.running {
+			s.Pending++
+		}
+		for _, pr := range t.principals {
+			for e := range pr.streams {
+				if e.queued || e.sending {
+					s.Pending++
+				}
+			}
+		}
 	}
 	return s
 }

@@ -35,8 +35,11 @@ func (h *Hub) work(ctx context.Context) {
 		// Streams whose principal's scopes changed (a member's new role)
 		// have moved to the principal they hold now, which is recomputed
 		// with the rest.
+		done := pass{Tenant: t.id}
 		if len(checks) > 0 {
-			for _, pr := range h.check(ctx, t, checks) {
+			moved, closed := h.check(ctx, t, checks)
+			done.Closed = closed
+			for _, pr := range moved {
 				if !slices.Contains(targets, pr) {
 					targets = append(targets, pr)
 				}
@@ -44,7 +47,9 @@ func (h *Hub) work(ctx context.Context) {
 		}
 		failed := false
 		for _, pr := range targets {
-			if err := h.recompute(ctx, t, pr); err != nil {
+			n, err := h.recompute(ctx, t, pr)
+			done.Notified += n
+			if err != nil {
 				failed = true
 				h.log.WarnContext(ctx, "recompute visible tools", "tenant", t.id, "err", err)
 			}
@@ -60,6 +65,7 @@ func (h *Hub) work(ctx context.Context) {
 			delete(h.tenants, t.id)
 		}
 		h.mu.Unlock()
+		h.signals.Worked.Signal(done)
 	}
 }
 
@@ -106,9 +112,10 @@ func (h *Hub) takeChecks(t *tenant) []check {
 // whose credential now resolves to other scopes (its member's role changed)
 // moves to the principal with those scopes, keeping the set last announced
 // on it; check returns those principals, for the caller to recompute and
-// notify the streams whose set changed. A failed check closes and moves
-// nothing (availability first) and is retried by the reconciler.
-func (h *Hub) check(ctx context.Context, t *tenant, cs []check) []*principal {
+// notify the streams whose set changed, and how many streams it closed. A
+// failed check closes and moves nothing (availability first) and is
+// retried by the reconciler.
+func (h *Hub) check(ctx context.Context, t *tenant, cs []check) ([]*principal, int) {
 	index := map[string]int{}
 	var ps []identity.Principal
 	for _, c := range cs {
@@ -127,7 +134,7 @@ func (h *Hub) check(ctx context.Context, t *tenant, cs []check) []*principal {
 		h.mu.Lock()
 		t.checkFailed = true
 		h.mu.Unlock()
-		return nil
+		return nil, 0
 	}
 	var closing []Stream
 	var moved []*principal
@@ -171,7 +178,7 @@ func (h *Hub) check(ctx context.Context, t *tenant, cs []check) []*principal {
 	if len(closing) > 0 {
 		h.log.InfoContext(ctx, "closed streams whose credential is no longer valid", "tenant", t.id, "streams", len(closing))
 	}
-	return moved
+	return moved, len(closing)
 }
 
 // sameScopes reports whether a and b hold the same scopes, in any order.
@@ -197,14 +204,15 @@ func (h *Hub) CheckCredentials() {
 }
 
 // recompute computes pr's visible set and notifies each of its streams whose
-// announced set differs.
-func (h *Hub) recompute(ctx context.Context, t *tenant, pr *principal) error {
+// announced set differs, returning how many it notified.
+func (h *Hub) recompute(ctx context.Context, t *tenant, pr *principal) (int, error) {
 	names, err := h.cfg.Visible(ctx, pr.p)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	set := makeSet(names)
 
+	n := 0
 	h.mu.Lock()
 	pr.last = set
 	for e := range pr.streams {
@@ -212,11 +220,12 @@ func (h *Hub) recompute(ctx context.Context, t *tenant, pr *principal) error {
 			e.set = set
 			if !e.opening {
 				h.notify(e)
+				n++
 			}
 		}
 	}
 	h.mu.Unlock()
-	return nil
+	return n, nil
 }
 
 // notify queues a list_changed for e, merging it with one already queued,
@@ -276,6 +285,7 @@ func (h *Hub) sender(ctx context.Context) {
 			h.sendWake.Signal()
 		}
 		h.mu.Unlock()
+		h.signals.Sent.Signal(err)
 	}
 }
 
@@ -296,9 +306,11 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 		case <-tick.C:
 		case <-h.kick:
 		}
-		if err := h.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		queued, err := h.reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
 			h.log.WarnContext(ctx, "reconcile live streams", "err", err)
 		}
+		h.signals.Reconciled.Signal(queued)
 	}
 }
 
@@ -307,6 +319,13 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 // whose last recompute failed). It is how a lost event or a Redis outage is
 // repaired.
 func (h *Hub) Reconcile(ctx context.Context) error {
+	_, err := h.reconcile(ctx)
+	return err
+}
+
+// reconcile is Reconcile; it also returns how many tenants it queued (-1
+// when it failed).
+func (h *Hub) reconcile(ctx context.Context) (int, error) {
 	h.mu.Lock()
 	ids := make([]uuid.UUID, 0, len(h.tenants))
 	for id, t := range h.tenants {
@@ -318,15 +337,16 @@ func (h *Hub) Reconcile(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 	if len(ids) == 0 {
-		return nil
+		return 0, nil
 	}
 	versions, err := h.cfg.Versions.PolicyVersions(ctx, ids)
 	if err != nil {
-		return err
+		return -1, err
 	}
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	queued := 0
 	for id, v := range versions {
 		t := h.tenants[id]
 		if t == nil || (v <= t.seen && !t.failed) {
@@ -342,6 +362,7 @@ func (h *Hub) Reconcile(ctx context.Context) error {
 		// A lost event may have been a revocation.
 		t.checkAll = t.checkAll || h.cfg.Valid != nil
 		h.enqueue(t)
+		queued++
 	}
-	return nil
+	return queued, nil
 }

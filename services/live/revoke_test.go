@@ -36,14 +36,12 @@ func newRevokeFixture(t *testing.T, reconcileEvery time.Duration, pub func(*live
 	f := &revokeFixture{db: pgtest.New(t), pol: &policy{tools: map[uuid.UUID][]string{}}}
 	f.hub = live.NewHub(live.Config{Visible: f.pol.visible, Versions: f.db, ReconcileEvery: reconcileEvery,
 		CheckEvery: time.Hour, Valid: auth.NewValidity(f.db).Refresh, Log: slog.New(slog.DiscardHandler)})
+	f.hub.ArmSignals()
 	require.NoError(t, f.hub.Start(ctx))
 	t.Cleanup(f.hub.Stop)
 	f.ids = identity.NewService(postgres.NewIdentityStore(f.db), pub(f.hub), slog.New(slog.DiscardHandler))
-	var err error
-	f.ta, err = f.ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	f.tb, err = f.ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, f.db)
+	f.ta, f.tb = tt.A, tt.B
 	return f
 }
 
@@ -54,8 +52,8 @@ func (f *revokeFixture) agentKey(t *testing.T, tenant identity.Tenant, agent ide
 		Scopes: []string{identity.ScopeToolsWrite}})
 	require.NoError(t, err)
 	f.pol.set(agent.ID, "a", "b")
-	s := &fakeStream{p: identity.Principal{TenantID: tenant.ID, Kind: identity.KindEmployee, AgentID: agent.ID,
-		CredentialID: "key:" + k.ID.String(), Scopes: k.Scopes}}
+	s := newStream(identity.Principal{TenantID: tenant.ID, Kind: identity.KindEmployee, AgentID: agent.ID,
+		CredentialID: "key:" + k.ID.String(), Scopes: k.Scopes})
 	t.Cleanup(f.hub.Open(context.Background(), s))
 	return k, s
 }
@@ -85,12 +83,12 @@ func TestHubClosesTheStreamsOfARevokedKeyAndATrashedAgent(t *testing.T) {
 	_, sb := f.agentKey(t, f.ta, bob)
 	_, sg := f.agentKey(t, f.tb, gil)
 	require.NoError(t, f.hub.Reconcile(ctx))
-	settle()
+	f.hub.Settle(t)
 
 	_, err := f.ids.RevokeKey(ctx, f.ta.ID, k1.ID)
 	require.NoError(t, err)
-	require.Eventually(t, s1.closed.Load, 2*time.Second, 5*time.Millisecond)
-	settle()
+	f.hub.Settle(t)
+	require.True(t, s1.closed.Load())
 	require.Zero(t, s1.n.Load(), "the revoked stream heard nothing")
 	requireOpenAndQuiet(t, "ada's other key, bob and another tenant", s2, sb, sg)
 	require.EqualValues(t, 3, f.hub.Stats().Streams)
@@ -100,8 +98,8 @@ func TestHubClosesTheStreamsOfARevokedKeyAndATrashedAgent(t *testing.T) {
 	f.pol.set(ada.ID)
 	_, err = f.ids.TrashAgent(ctx, f.ta.ID, ada.ID)
 	require.NoError(t, err)
-	require.Eventually(t, s2.closed.Load, 2*time.Second, 5*time.Millisecond)
-	settle()
+	f.hub.Settle(t)
+	require.True(t, s2.closed.Load())
 	require.Zero(t, s2.n.Load())
 	requireOpenAndQuiet(t, "bob and another tenant", sb, sg)
 	st := f.hub.Stats()
@@ -117,14 +115,15 @@ func TestHubClosesAStreamWhoseRevocationEventWasLost(t *testing.T) {
 	k, s := f.agentKey(t, f.ta, ada)
 	_, sb := f.agentKey(t, f.ta, bob)
 	require.NoError(t, f.hub.Reconcile(ctx))
-	settle()
+	f.hub.Settle(t)
 
 	_, err := f.ids.RevokeKey(ctx, f.ta.ID, k.ID) // committed, never published
 	require.NoError(t, err)
-	settle()
+	f.hub.Settle(t)
 	require.False(t, s.closed.Load(), "nothing told the hub yet")
 	require.NoError(t, f.hub.Reconcile(ctx))
-	require.Eventually(t, s.closed.Load, 2*time.Second, 5*time.Millisecond)
+	f.hub.Settle(t)
+	require.True(t, s.closed.Load())
 	requireOpenAndQuiet(t, "bob", sb)
 
 	// A revocation that moves no policy version (an OAuth grant deactivated
@@ -132,10 +131,11 @@ func TestHubClosesAStreamWhoseRevocationEventWasLost(t *testing.T) {
 	_, err = f.db.Pool.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1`, f.ta.ID)
 	require.NoError(t, err)
 	require.NoError(t, f.hub.Reconcile(ctx))
-	settle()
+	f.hub.Settle(t)
 	require.False(t, sb.closed.Load())
 	f.hub.CheckCredentials()
-	require.Eventually(t, sb.closed.Load, 2*time.Second, 5*time.Millisecond)
+	f.hub.Settle(t)
+	require.True(t, sb.closed.Load())
 }
 
 // recorder is a fake ValidFunc recording what it is asked.
@@ -183,6 +183,7 @@ func TestHubChecksOnlyTheAffectedStreamsInOneCallAndFailsOpen(t *testing.T) {
 	pol := &policy{tools: map[uuid.UUID][]string{}}
 	hub := live.NewHub(live.Config{Visible: pol.visible, Versions: db, ReconcileEvery: time.Hour, CheckEvery: time.Hour,
 		Valid: rec.valid, Log: slog.New(slog.DiscardHandler)})
+	hub.ArmSignals()
 	require.NoError(t, hub.Start(ctx))
 	t.Cleanup(hub.Stop)
 	ada, bob := uuid.New(), uuid.New()
@@ -195,7 +196,7 @@ func TestHubChecksOnlyTheAffectedStreamsInOneCallAndFailsOpen(t *testing.T) {
 	op := &fakeStream{p: identity.Principal{TenantID: tn.ID, Kind: identity.KindOperator, CredentialID: "key:op"}}
 	t.Cleanup(hub.Open(ctx, op))
 	require.NoError(t, hub.Reconcile(ctx))
-	settle()
+	hub.Settle(t)
 	rec.take()
 	version := func() int64 {
 		v, err := postgres.BumpPolicyVersion(ctx, db.Pool, tn.ID)
@@ -205,17 +206,17 @@ func TestHubChecksOnlyTheAffectedStreamsInOneCallAndFailsOpen(t *testing.T) {
 
 	// An agent event asks about that agent's credentials only, each once.
 	hub.Handle(changes.Event{TenantID: tn.ID, Kind: changes.AgentChanged, AgentID: ada, Version: version()})
-	settle()
+	hub.Settle(t)
 	calls := rec.take()
 	require.Len(t, calls, 1)
 	require.ElementsMatch(t, []string{"key:a1", "key:a2"}, calls[0])
 	// So does an agent key's event.
 	hub.Handle(changes.Event{TenantID: tn.ID, Kind: changes.KeyChanged, AgentID: bob, Version: version()})
-	settle()
+	hub.Settle(t)
 	require.Equal(t, [][]string{{"key:b1"}}, rec.take())
 	// A settings change revokes nothing: no credential is checked.
 	hub.Handle(changes.Event{TenantID: tn.ID, Kind: changes.GrantChanged, AgentID: ada, Version: version()})
-	settle()
+	hub.Settle(t)
 	require.Empty(t, rec.take())
 
 	// An operator key's event checks the whole tenant in one call; while the check
@@ -225,14 +226,15 @@ func TestHubChecksOnlyTheAffectedStreamsInOneCallAndFailsOpen(t *testing.T) {
 	rec.mu.Unlock()
 	rec.fail.Store(true)
 	hub.Handle(changes.Event{TenantID: tn.ID, Kind: changes.KeyChanged, Version: version()})
-	settle()
+	hub.Settle(t)
 	calls = rec.take()
 	require.Len(t, calls, 1)
 	require.ElementsMatch(t, []string{"key:a1", "key:a2", "key:b1", "key:op"}, calls[0])
 	require.False(t, a1.closed.Load(), "a failed check closes nothing")
 	rec.fail.Store(false)
 	require.NoError(t, hub.Reconcile(ctx))
-	require.Eventually(t, func() bool { return a1.closed.Load() && a1b.closed.Load() }, 2*time.Second, 5*time.Millisecond)
+	hub.Settle(t)
+	require.True(t, a1.closed.Load() && a1b.closed.Load())
 	require.False(t, a2.closed.Load())
 	require.False(t, b1.closed.Load())
 	require.False(t, op.closed.Load())

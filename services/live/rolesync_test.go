@@ -55,14 +55,13 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 	pol := &scopePolicy{last: map[uuid.UUID][]string{}}
 	hub := live.NewHub(live.Config{Visible: pol.visible, Versions: db, ReconcileEvery: time.Hour, CheckEvery: time.Hour,
 		Valid: auth.NewValidity(db).Refresh, Log: slog.New(slog.DiscardHandler)})
+	hub.ArmSignals()
 	require.NoError(t, hub.Start(ctx))
 	t.Cleanup(hub.Stop)
 	ids := identity.NewService(postgres.NewIdentityStore(db), hub, slog.New(slog.DiscardHandler))
 	creds := postgres.NewCredentialStore(db)
-	ta, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	tb, err := ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, db)
+	ta, tb := tt.A, tt.B
 
 	rw := []string{identity.ScopeToolsRead, identity.ScopeToolsWrite}
 	// open makes a member of tenant with an OAuth grant of tools:read and
@@ -89,22 +88,21 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 	m, ms, closeMS := open(ta, "m@acme.test", identity.RoleOwner)
 	_, other, _ := open(tb, "owner@globex.test", identity.RoleOwner)
 	require.NoError(t, hub.Reconcile(ctx))
-	settle()
+	hub.Settle(t)
 	require.Equal(t, []string{"read", "write"}, pol.lastOf(m.ID))
 	requireOpenAndQuiet(t, "after opening", owner, ms, other)
 
 	// Owner to admin: both may grant every scope, so nothing changes.
-	_, err = ids.SetMemberRole(ctx, ta.ID, m.ID, identity.RoleAdmin)
+	_, err := ids.SetMemberRole(ctx, ta.ID, m.ID, identity.RoleAdmin)
 	require.NoError(t, err)
-	settle()
+	hub.Settle(t)
 	requireOpenAndQuiet(t, "owner to admin", owner, ms, other)
 
 	// Admin to viewer: m's stream now holds tools:read only, its set shrinks
 	// and it hears exactly one list_changed; no one else hears anything.
 	_, err = ids.SetMemberRole(ctx, ta.ID, m.ID, identity.RoleViewer)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return ms.n.Load() == 1 }, 2*time.Second, 5*time.Millisecond)
-	settle()
+	hub.Settle(t)
 	require.EqualValues(t, 1, ms.n.Load())
 	require.False(t, ms.closed.Load())
 	require.Equal(t, []string{"read"}, pol.lastOf(m.ID))
@@ -121,15 +119,14 @@ func TestHubFollowsAMembersRoleOnItsOAuthStreams(t *testing.T) {
 
 	// A sweep with nothing changed sends nothing.
 	hub.CheckCredentials()
-	settle()
+	hub.Settle(t)
 	require.EqualValues(t, 1, ms.n.Load())
 	require.Zero(t, ms2.n.Load())
 
 	// Viewer back to operator: write returns, both of m's streams hear it once.
 	_, err = ids.SetMemberRole(ctx, ta.ID, m.ID, identity.RoleOperator)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return ms.n.Load() == 2 && ms2.n.Load() == 1 }, 2*time.Second, 5*time.Millisecond)
-	settle()
+	hub.Settle(t)
 	require.EqualValues(t, 2, ms.n.Load())
 	require.EqualValues(t, 1, ms2.n.Load())
 	require.Equal(t, []string{"read", "write"}, pol.lastOf(m.ID))

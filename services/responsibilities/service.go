@@ -89,9 +89,6 @@ func NewService(store Store, rel Relations) *Service {
 // SetClock replaces the clock, for tests.
 func (s *Service) SetClock(now func() time.Time) { s.now = now }
 
-// Store returns the store, for read paths.
-func (s *Service) Store() Store { return s.store }
-
 // Summary is what responsibility_get answers for one responsibility: the
 // responsibility, the current window's usage, the open run and the live
 // wake-up.

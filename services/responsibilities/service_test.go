@@ -49,11 +49,8 @@ func setup(t *testing.T) *fixture {
 	f.svc.SetClock(f.clock)
 	f.svc.SetQuestions(f.store)
 	f.svc.SetSchedules(f.store)
-	var err error
-	f.acme, err = ids.CreateTenant(f.ctx, "acme", "Acme")
-	require.NoError(t, err)
-	f.globex, err = ids.CreateTenant(f.ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, f.db)
+	f.acme, f.globex = tt.A, tt.B
 	employee := func(tn identity.Tenant, name, dept string) *tools.Subject {
 		a, err := ids.CreateAgent(f.ctx, tn.ID, identity.NewAgent{Name: name, Department: dept})
 		require.NoError(t, err)

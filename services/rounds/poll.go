@@ -46,6 +46,17 @@ func (b *Bell) wait(tenantID, agentID uuid.UUID) (<-chan struct{}, func()) {
 	}
 }
 
+// Waiting returns how many long-polls wait on the bell now.
+func (b *Bell) Waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, ws := range b.waiters {
+		n += len(ws)
+	}
+	return n
+}
+
 // Ring wakes every long-poll of the employee.
 func (b *Bell) Ring(tenantID, agentID uuid.UUID) {
 	b.mu.Lock()

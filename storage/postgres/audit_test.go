@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
@@ -39,15 +38,8 @@ func newAuditLogTB(t testing.TB) (*postgres.AuditLog, auditEnv) {
 
 // newAuditEnv is a fresh database with two tenants.
 func newAuditEnv(t testing.TB) auditEnv {
-	db := pgtest.New(t)
-	svc := identity.NewService(postgres.NewIdentityStore(db), changes.Discard{}, discardLogger())
-	env := auditEnv{db: db}
-	var err error
-	env.a, err = svc.CreateTenant(context.Background(), "acme", "Acme")
-	require.NoError(t, err)
-	env.b, err = svc.CreateTenant(context.Background(), "globex", "Globex")
-	require.NoError(t, err)
-	return env
+	tt := pgtest.TwoTenants(t, nil)
+	return auditEnv{db: tt.DB, a: tt.A, b: tt.B}
 }
 
 func TestAuditGroupCommitAndDurability(t *testing.T) {

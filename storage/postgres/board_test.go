@@ -9,11 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/board"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 type boardFixture struct {
@@ -24,22 +21,8 @@ type boardFixture struct {
 
 func boardSetup(t *testing.T) boardFixture {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	svc := identity.NewService(store, changes.Discard{}, discardLogger())
-	ctx := context.Background()
-	f := boardFixture{db: db, bs: postgres.NewBoardStore(db, nil)}
-	f.svc, f.store = svc, store
-	var err error
-	f.a, err = svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	f.b, err = svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
-	f.agentA, err = svc.CreateAgent(ctx, f.a.ID, identity.NewAgent{Name: "ada"})
-	require.NoError(t, err)
-	f.agentB, err = svc.CreateAgent(ctx, f.b.ID, identity.NewAgent{Name: "bob"})
-	require.NoError(t, err)
-	return f
+	s := setup(t)
+	return boardFixture{twoTenants: s, db: s.db, bs: postgres.NewBoardStore(s.db, nil)}
 }
 
 func newTask(tenant, assignee uuid.UUID, title string) *board.Task {

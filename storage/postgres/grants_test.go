@@ -10,12 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/grants"
-	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 // grantFixture is twoTenants plus the database and a grant store.
@@ -27,22 +24,8 @@ type grantFixture struct {
 
 func grantSetup(t *testing.T) grantFixture {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	svc := identity.NewService(store, changes.Discard{}, discardLogger())
-	ctx := context.Background()
-	f := grantFixture{db: db, gs: postgres.NewGrantStore(db)}
-	f.svc, f.store = svc, store
-	var err error
-	f.a, err = svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	f.b, err = svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
-	f.agentA, err = svc.CreateAgent(ctx, f.a.ID, identity.NewAgent{Name: "ada"})
-	require.NoError(t, err)
-	f.agentB, err = svc.CreateAgent(ctx, f.b.ID, identity.NewAgent{Name: "bob"})
-	require.NoError(t, err)
-	return f
+	s := setup(t)
+	return grantFixture{twoTenants: s, db: s.db, gs: postgres.NewGrantStore(s.db)}
 }
 
 func newRequest(tenant, agent uuid.UUID, tool string) *grants.Request {

@@ -16,6 +16,7 @@ import (
 // twoTenants is the setup bundle of the isolation tests: a service on a fresh
 // database and two tenants, each with one agent.
 type twoTenants struct {
+	tt     pgtest.Tenants
 	db     *postgres.DB
 	svc    *identity.Service
 	store  *postgres.IdentityStore
@@ -24,24 +25,21 @@ type twoTenants struct {
 	agentB identity.Agent
 }
 
-func setup(t *testing.T) twoTenants {
+// setup is the package's two-tenant bundle on a fresh database
+// (pgtest.TwoTenants), with the AI employee ada in acme and bob in globex.
+func setup(t testing.TB) twoTenants {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	svc := identity.NewService(store, changes.Discard{}, discardLogger())
-	ctx := context.Background()
-	var s twoTenants
-	var err error
-	s.db, s.svc, s.store = db, svc, store
-	s.a, err = svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	s.b, err = svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
-	s.agentA, err = svc.CreateAgent(ctx, s.a.ID, identity.NewAgent{Name: "ada"})
-	require.NoError(t, err)
-	s.agentB, err = svc.CreateAgent(ctx, s.b.ID, identity.NewAgent{Name: "bob"})
-	require.NoError(t, err)
+	s := tenantsOnly(t)
+	s.agentA = s.tt.Agent(t, s.a, "ada")
+	s.agentB = s.tt.Agent(t, s.b, "bob")
 	return s
+}
+
+// tenantsOnly is setup without employees.
+func tenantsOnly(t testing.TB) twoTenants {
+	t.Helper()
+	tt := pgtest.TwoTenants(t, nil)
+	return twoTenants{tt: tt, db: tt.DB, svc: tt.IDs, store: tt.Store, a: tt.A, b: tt.B}
 }
 
 func TestAgentIsolation(t *testing.T) {

@@ -9,13 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/agents"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
 // knowFixture is twoTenants with the knowledge store and service.
@@ -27,19 +25,7 @@ type knowFixture struct {
 
 func knowSetup(t testing.TB) knowFixture {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	s := twoTenants{db: db, store: store, svc: identity.NewService(store, changes.Discard{}, discardLogger())}
-	ctx := context.Background()
-	var err error
-	s.a, err = s.svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	s.b, err = s.svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
-	s.agentA, err = s.svc.CreateAgent(ctx, s.a.ID, identity.NewAgent{Name: "ada"})
-	require.NoError(t, err)
-	s.agentB, err = s.svc.CreateAgent(ctx, s.b.ID, identity.NewAgent{Name: "bob"})
-	require.NoError(t, err)
+	s := setup(t)
 	ks := postgres.NewKnowledgeStore(s.db)
 	return knowFixture{twoTenants: s, ks: ks, svc: knowledge.NewService(knowledge.Config{Store: ks, Directory: s.store,
 		Relations: agents.NewDelegation(s.store)})}

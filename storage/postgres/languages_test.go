@@ -9,10 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
-	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
@@ -21,16 +19,10 @@ import (
 // member stores nothing and reads nothing.
 func TestMemberLanguageIsPerTenant(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	svc := identity.NewService(store, changes.Discard{}, discardLogger())
+	tt := pgtest.TwoTenants(t, nil)
+	store, a, b := tt.Store, tt.A, tt.B
 	ctx := context.Background()
-	a, err := svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	b, err := svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
-	alice, err := svc.CreateMember(ctx, a.ID, "alice@acme.test", "correct horse battery", identity.RoleOwner)
-	require.NoError(t, err)
+	alice := tt.Member(t, a, "alice@acme.test", identity.RoleOwner)
 
 	got, err := store.MemberLanguage(ctx, a.ID, alice.ID)
 	require.NoError(t, err)

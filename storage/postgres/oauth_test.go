@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/credentials"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
@@ -20,21 +19,11 @@ import (
 // two-tenant bundle.
 func credSetup(t *testing.T) (twoTenants, *postgres.CredentialStore, identity.Member, credentials.Client) {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	svc := identity.NewService(store, changes.Discard{}, discardLogger())
 	ctx := context.Background()
-	s := twoTenants{db: db, svc: svc, store: store}
-	var err error
-	s.a, err = svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	s.b, err = svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
-	s.agentA, err = svc.CreateAgent(ctx, s.a.ID, identity.NewAgent{Name: "ada"})
-	require.NoError(t, err)
-	m, err := s.svc.CreateMember(ctx, s.a.ID, "alice@acme.test", "correct horse battery", identity.RoleOwner)
-	require.NoError(t, err)
-	cs := postgres.NewCredentialStore(db)
+	s := tenantsOnly(t)
+	s.agentA = s.tt.Agent(t, s.a, "ada")
+	m := s.tt.Member(t, s.a, "alice@acme.test", identity.RoleOwner)
+	cs := postgres.NewCredentialStore(s.db)
 	c := credentials.Client{TenantID: s.a.ID, ID: "vc_1", Kind: credentials.ClientDynamic, RedirectURIs: []string{"https://c.example/cb"},
 		GrantTypes: []string{"authorization_code"}, Scopes: []string{"tools:read"}, AuthMethod: credentials.AuthNone}
 	require.NoError(t, cs.CreateClient(ctx, &c))

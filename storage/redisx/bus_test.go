@@ -79,8 +79,10 @@ func TestSubscriberRefusesAnEventOnAnotherTenantsChannel(t *testing.T) {
 	require.NoError(t, srv.Client().Publish(ctx, redisx.ChangesChannel(a), forged).Err())
 	require.NoError(t, srv.Client().Publish(ctx, redisx.ChangesChannel(a), "not json").Err())
 	require.NoError(t, redisx.NewBus(srv.Client()).Publish(ctx, changes.Event{TenantID: a, Kind: changes.KeyChanged, Version: 4}))
+	// Redis delivers one channel's messages in order and the subscriber
+	// handles them one at a time, so once the genuine event is in, the two
+	// published before it have been refused, not merely delayed.
 	require.Eventually(t, func() bool { ev, _ := r.snapshot(); return len(ev) == 1 }, 5*time.Second, 10*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
 	ev, _ := r.snapshot()
 	require.Equal(t, []changes.Event{{TenantID: a, Kind: changes.KeyChanged, Version: 4}}, ev)
 }
@@ -116,7 +118,9 @@ func TestSubscriberReplacesAStalledConnection(t *testing.T) {
 	r := startSubscriber(t, srv)
 
 	srv.Pause()
-	time.Sleep(4500 * time.Millisecond) // past three silent idle periods
+	// Sleep, not a signal: the subscriber notices a frozen server only by
+	// its silence lasting three idle periods, so the silence must last.
+	time.Sleep(4500 * time.Millisecond)
 	srv.Resume()
 	require.Eventually(t, func() bool { _, n := r.snapshot(); return n >= 2 }, 10*time.Second, 20*time.Millisecond,
 		"a subscription that stopped answering must be replaced and the replacement signalled")

@@ -178,7 +178,6 @@ func TestPlaneTakesTurnsBetweenTenants(t *testing.T) {
 		mu.Lock()
 		order = append(order, string(j.Payload))
 		mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
 		return json.RawMessage(`1`), nil
 	}})
 	flood, other := uuid.New(), uuid.New()
@@ -198,7 +197,7 @@ func TestPlaneTakesTurnsBetweenTenants(t *testing.T) {
 	waitQueued(t, f, flood, 30)
 	wg.Add(1)
 	go call(other, "B")
-	time.Sleep(100 * time.Millisecond) // B is queued behind 30 of A's
+	waitQueued(t, f, other, 1) // B is queued behind 30 of A's
 	close(gate)
 	wg.Wait()
 	pos := -1
@@ -300,7 +299,9 @@ func TestPlaneWorkerCountsItsRunningPoolJobs(t *testing.T) {
 	// One is taken; the other stays queued although three slots are free.
 	require.Eventually(t, func() bool { _, ok := seen.Load(1); return ok }, 5*time.Second, 10*time.Millisecond)
 	waitQueued(t, f, tenant, 1)
-	time.Sleep(600 * time.Millisecond) // two polls: still queued
+	// Sleep, not a signal: the claim is that the worker's own polls, which
+	// run on its timer, leave the job queued; two of them must pass.
+	time.Sleep(600 * time.Millisecond)
 	waitQueued(t, f, tenant, 1)
 	release <- struct{}{} // the first ends: the worker takes the second
 	waitQueued(t, f, tenant, 0)

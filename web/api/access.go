@@ -44,7 +44,7 @@ func (a *API) tenantBySlug(ctx context.Context, slug string) (identity.Tenant, e
 	if !identity.ValidSlug(slug) {
 		return identity.Tenant{}, fault.New(fault.NotFound, "no such tenant")
 	}
-	t, err := a.ids.Store().TenantBySlug(ctx, slug)
+	t, err := a.ids.TenantBySlug(ctx, slug)
 	if fault.Is(err, fault.NotFound) {
 		return t, fault.New(fault.NotFound, "no such tenant")
 	}

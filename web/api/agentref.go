@@ -20,7 +20,7 @@ func (AgentRef) JSONSchema() map[string]any {
 	return map[string]any{"type": "string", "description": "An agent (AI employee): its id or its name.", "examples": []string{"assistant"}}
 }
 
-// agentsKey holds, in an admin request's echo context, the store agents
+// agentsKey holds, in an admin request's echo context, the identity service agents
 // are looked up in (set by Register for every operation).
 const agentsKey = "visor.api.agents"
 

@@ -109,7 +109,7 @@ func (r agents) agentID(c echo.Context) (uuid.UUID, error) {
 }
 
 func (r agents) list(c echo.Context) error {
-	as, err := r.a.ids.Store().ListAgents(c.Request().Context(), tenant(c).ID)
+	as, err := r.a.ids.ListAgents(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (r agents) create(c echo.Context) error {
 
 func (r agents) get(c echo.Context) error {
 	return r.withAgent(c, func(ctx context.Context, tid, id uuid.UUID) (identity.Agent, error) {
-		return r.a.ids.Store().Agent(ctx, tid, id)
+		return r.a.ids.Agent(ctx, tid, id)
 	})
 }
 
@@ -197,7 +197,7 @@ func (r agents) getSettings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := r.a.ids.Store().Agent(c.Request().Context(), tenant(c).ID, id)
+	a, err := r.a.ids.Agent(c.Request().Context(), tenant(c).ID, id)
 	if err != nil {
 		return err
 	}

@@ -137,7 +137,7 @@ func (a *API) Register(e *echo.Echo) {
 		handler := op.Handler
 		g.Add(op.Method, op.Path, func(c echo.Context) error {
 			if a.ids != nil {
-				c.Set(agentsKey, a.ids.Store())
+				c.Set(agentsKey, a.ids)
 			}
 			return handler(c)
 		}, a.authenticate(), a.record(op), a.authorize(op.Needs))

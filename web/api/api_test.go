@@ -328,7 +328,7 @@ func TestMemberSessionsAreAuthorizedByRole(t *testing.T) {
 	asMember := func(*auth.Resolver) echo.MiddlewareFunc {
 		return func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
-				m, err := f.ids.Store().MemberByEmail(c.Request().Context(), f.tenant.ID, c.Request().Header.Get("X-Test-Member"))
+				m, err := f.ids.MemberByEmail(c.Request().Context(), f.tenant.ID, c.Request().Header.Get("X-Test-Member"))
 				if err != nil {
 					return err
 				}
@@ -417,7 +417,7 @@ func TestListsPageAndAgentsAreNamedAlike(t *testing.T) {
 	var ck api.CreatedKey
 	code, body = f.do("POST", base+"/keys", f.opKey, `{"kind":"agent","agent":"ava","name":"ava key","scopes":["tools:read"]}`, &ck)
 	require.Equal(t, 201, code, body)
-	ava, err := f.ids.Store().AgentByName(context.Background(), f.tenant.ID, "ava")
+	ava, err := f.ids.AgentByName(context.Background(), f.tenant.ID, "ava")
 	require.NoError(t, err)
 	require.Equal(t, ava.ID, *ck.Key.AgentID)
 

@@ -46,10 +46,8 @@ func TestAuditExportCSV(t *testing.T) {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 
-	a, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	b, err := ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, db)
+	a, b := tt.A, tt.B
 	_, keyA, err := ids.CreateKey(ctx, a.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
 	require.NoError(t, err)
 

@@ -15,9 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
-	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
@@ -29,13 +27,9 @@ import (
 func TestAuditTailServesEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.New(t)
 	log := slog.New(slog.DiscardHandler)
-	ids := identity.NewService(postgres.NewIdentityStore(db), changes.Discard{}, log)
-	a, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	b, err := ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, nil)
+	db, a, b := tt.DB, tt.A, tt.B
 	trail := postgres.NewAuditLog(db, 2, log)
 	require.NoError(t, trail.Start(ctx))
 	t.Cleanup(trail.Stop)

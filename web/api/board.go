@@ -156,7 +156,7 @@ func (r Board) listTasks(c echo.Context) error {
 	if f.After, err = page.After(); err != nil {
 		return err
 	}
-	ts, err := r.svc.Store().ListTasks(c.Request().Context(), tenant(c).ID, f)
+	ts, err := r.svc.ListTasks(c.Request().Context(), tenant(c).ID, f)
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (r Board) getTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := r.svc.Store().Task(c.Request().Context(), tenant(c).ID, id)
+	t, err := r.svc.Task(c.Request().Context(), tenant(c).ID, id)
 	if err != nil {
 		return missing(err, "task", id)
 	}
@@ -306,10 +306,10 @@ func (r Board) listActivity(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := r.svc.Store().Task(ctx, tenant(c).ID, id); err != nil {
+	if _, err := r.svc.Task(ctx, tenant(c).ID, id); err != nil {
 		return missing(err, "task", id)
 	}
-	as, err := r.svc.Store().ListActivity(ctx, tenant(c).ID, id, after, page.Limit+1)
+	as, err := r.svc.ListActivity(ctx, tenant(c).ID, id, after, page.Limit+1)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func (r Board) listRoutines(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rs, err := r.svc.Store().ListRoutines(c.Request().Context(), tenant(c).ID, after, page.Limit+1)
+	rs, err := r.svc.ListRoutines(c.Request().Context(), tenant(c).ID, after, page.Limit+1)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (r Board) listReminders(c echo.Context) error {
 			return fault.New(fault.Invalid, "pending must be true or false")
 		}
 	}
-	rs, err := r.svc.Store().ListReminders(c.Request().Context(), tenant(c).ID, pending, after, page.Limit+1)
+	rs, err := r.svc.ListReminders(c.Request().Context(), tenant(c).ID, pending, after, page.Limit+1)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (r Board) getReminder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rem, err := r.svc.Store().Reminder(c.Request().Context(), tenant(c).ID, id)
+	rem, err := r.svc.Reminder(c.Request().Context(), tenant(c).ID, id)
 	if err != nil {
 		return missing(err, "reminder", id)
 	}

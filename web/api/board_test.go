@@ -83,10 +83,8 @@ func newBoardFixture(t *testing.T) *boardFixture {
 	t.Cleanup(srv.Close)
 
 	ctx := context.Background()
-	acme, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	globex, err := ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, db)
+	acme, globex := tt.A, tt.B
 	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
 	require.NoError(t, err)
 	_, other, err := ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})

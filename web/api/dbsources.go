@@ -75,7 +75,7 @@ func (r DBSources) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	all, err := r.svc.Store().List(c.Request().Context(), tenant(c).ID)
+	all, err := r.svc.List(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func (r Grants) listRequests(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rs, err := r.svc.Store().ListRequests(c.Request().Context(), tenant(c).ID, status, from, page.Limit+1)
+	rs, err := r.svc.ListRequests(c.Request().Context(), tenant(c).ID, status, from, page.Limit+1)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (r Grants) listGrants(c echo.Context) error {
 	default:
 		return fault.New(fault.Invalid, "live must be true or false")
 	}
-	gs, err := r.svc.Store().ListGrants(c.Request().Context(), tenant(c).ID, agent, live)
+	gs, err := r.svc.ListGrants(c.Request().Context(), tenant(c).ID, agent, live)
 	if err != nil {
 		return err
 	}

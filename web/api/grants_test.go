@@ -50,10 +50,8 @@ func newGrantsFixture(t *testing.T) *grantsFixture {
 	t.Cleanup(srv.Close)
 
 	ctx := context.Background()
-	acme, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	globex, err := ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, db)
+	acme, globex := tt.A, tt.B
 	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
 	require.NoError(t, err)
 	_, other, err := ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
@@ -173,7 +171,7 @@ func TestGrantsAPITenantIsolation(t *testing.T) {
 	code, _ = f.do("GET", "/api/v1/tenants/acme/grants/requests", f.otherKey, "", nil)
 	require.Contains(t, []int{401, 403, 404}, code)
 
-	got, err := f.svc.Store().Request(context.Background(), f.tenant.ID, r.ID)
+	got, err := f.svc.Request(context.Background(), f.tenant.ID, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, grants.Pending, got.Status)
 }

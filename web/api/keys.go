@@ -42,7 +42,7 @@ func (r keys) Operations() []Operation {
 }
 
 func (r keys) list(c echo.Context) error {
-	ks, err := r.a.ids.Store().ListKeys(c.Request().Context(), tenant(c).ID)
+	ks, err := r.a.ids.ListKeys(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (r keys) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	k, err := r.a.ids.Store().Key(c.Request().Context(), tenant(c).ID, id)
+	k, err := r.a.ids.Key(c.Request().Context(), tenant(c).ID, id)
 	if err != nil {
 		return err
 	}

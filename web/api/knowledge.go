@@ -163,7 +163,7 @@ func (r Knowledge) wikis(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pages, err := r.svc.Store().Wikis(c.Request().Context(), tenant(c).ID, a.ID, 1000)
+	pages, err := r.svc.Wikis(c.Request().Context(), tenant(c).ID, a.ID, 1000)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (r Knowledge) wiki(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := r.svc.Store().Wiki(c.Request().Context(), tenant(c).ID, a.ID, c.QueryParam("path"))
+	p, err := r.svc.Wiki(c.Request().Context(), tenant(c).ID, a.ID, c.QueryParam("path"))
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (r members) Operations() []Operation {
 }
 
 func (r members) list(c echo.Context) error {
-	ms, err := r.a.ids.Store().ListMembers(c.Request().Context(), tenant(c).ID)
+	ms, err := r.a.ids.ListMembers(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (r members) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := r.a.ids.Store().Member(c.Request().Context(), tenant(c).ID, id)
+	m, err := r.a.ids.Member(c.Request().Context(), tenant(c).ID, id)
 	if err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (r Responsibilities) list(c echo.Context) error {
 	if f.After, err = page.After(); err != nil {
 		return err
 	}
-	rs, err := r.svc.Store().ListResponsibilities(c.Request().Context(), tenant(c).ID, f)
+	rs, err := r.svc.ListResponsibilities(c.Request().Context(), tenant(c).ID, f)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (r Responsibilities) get(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	one, err := r.svc.Store().Responsibility(ctx, tenant(c).ID, id)
+	one, err := r.svc.Responsibility(ctx, tenant(c).ID, id)
 	if err != nil {
 		return missing(err, "responsibility", id)
 	}
@@ -265,14 +265,14 @@ func (r Responsibilities) owned(c echo.Context) (responsibilities.Responsibility
 	if err != nil {
 		return responsibilities.Responsibility{}, err
 	}
-	one, err := r.svc.Store().Responsibility(c.Request().Context(), tenant(c).ID, id)
+	one, err := r.svc.Responsibility(c.Request().Context(), tenant(c).ID, id)
 	return one, missing(err, "responsibility", id)
 }
 
 func (r Responsibilities) runs(c echo.Context) error {
 	var out RunList
 	var err error
-	out.Runs, out.NextCursor, err = historyPage(c, r, r.svc.Store().Runs, func(x responsibilities.Run) responsibilities.RunPosition {
+	out.Runs, out.NextCursor, err = historyPage(c, r, r.svc.Runs, func(x responsibilities.Run) responsibilities.RunPosition {
 		return responsibilities.RunPosition{At: x.OpenedAt, ID: x.ID}
 	})
 	if err != nil {
@@ -284,7 +284,7 @@ func (r Responsibilities) runs(c echo.Context) error {
 func (r Responsibilities) skips(c echo.Context) error {
 	var out SkipList
 	var err error
-	out.Skips, out.NextCursor, err = historyPage(c, r, r.svc.Store().Skips, func(k responsibilities.Skip) responsibilities.RunPosition {
+	out.Skips, out.NextCursor, err = historyPage(c, r, r.svc.Skips, func(k responsibilities.Skip) responsibilities.RunPosition {
 		return responsibilities.RunPosition{At: k.At, ID: k.ID}
 	})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -51,10 +50,8 @@ func newResponsibilityFixture(t *testing.T) *responsibilityFixture {
 	t.Cleanup(srv.Close)
 
 	ctx := context.Background()
-	acme, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	globex, err := ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, db)
+	acme, globex := tt.A, tt.B
 	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
 	require.NoError(t, err)
 	_, read, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ro", Scopes: []string{identity.ScopeAdminRead}})
@@ -151,8 +148,7 @@ func TestResponsibilitiesListPagesNewestFirst(t *testing.T) {
 	base := "/api/v1/tenants/acme/responsibilities"
 	for i := range 3 {
 		code, body := f.do("POST", base, f.opKey, fmt.Sprintf(`{"agent":"ada","name":"responsibility %d","spend_cap_cents":1}`, i), nil)
-		require.Equal(t, 201, code, body)
-		time.Sleep(2 * time.Millisecond) // distinct creation times
+		require.Equal(t, 201, code, body) // each in its own transaction: a creation time of its own
 	}
 	var names []string
 	cursor := ""
@@ -186,8 +182,7 @@ func TestSkipsPagePastOnePage(t *testing.T) {
 	require.Equal(t, 200, code, body)
 	for range 3 { // each refused run now is a skip
 		code, body = f.do("POST", one+"/run", f.opKey, "", nil)
-		require.Equal(t, 409, code, body)
-		time.Sleep(2 * time.Millisecond) // distinct times
+		require.Equal(t, 409, code, body) // each skip in its own transaction: a time of its own
 	}
 	var seen []responsibilities.Skip
 	cursor, pages := "", 0

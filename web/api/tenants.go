@@ -54,7 +54,7 @@ func (r tenants) create(c echo.Context) error {
 }
 
 func (r tenants) list(c echo.Context) error {
-	ts, err := r.a.ids.Store().ListTenants(c.Request().Context())
+	ts, err := r.a.ids.ListTenants(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (r tenants) list(c echo.Context) error {
 }
 
 func (r tenants) get(c echo.Context) error {
-	t, err := r.a.ids.Store().Tenant(c.Request().Context(), tenant(c).ID)
+	t, err := r.a.ids.Tenant(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}

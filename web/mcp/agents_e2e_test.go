@@ -135,7 +135,7 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	// name then stays reserved for MCP callers, recorded without its row...
 	_, err := s.ids.RestoreAgent(ctx, s.tenant.ID, s.agents["ann"].ID)
 	require.Error(t, err, "ann is not in the trash")
-	carl, err := s.ids.Store().AgentByName(ctx, s.tenant.ID, "carl")
+	carl, err := s.ids.AgentByName(ctx, s.tenant.ID, "carl")
 	require.NoError(t, err)
 	require.NoError(t, s.ids.PurgeAgent(ctx, s.tenant.ID, carl.ID))
 	res = s.call(t, "op", "create_agent", `{"name":"carl"}`).result(t)
@@ -155,7 +155,7 @@ func TestAgentsFamilyEndToEnd(t *testing.T) {
 	require.Equal(t, "agent_authority_refused", e["event"])
 	res = s.call(t, "bo", "agent_update", `{"name":"ann","department":"platform","budget_cents":500,"db_sources_add":["crm"]}`).result(t)
 	require.Equal(t, "Updated AI employee ann.", text(t, res))
-	a, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
+	a, err := s.ids.Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 500, a.BudgetCents)
 	require.Equal(t, []string{"crm"}, a.Settings.Capabilities.DBSources)
@@ -243,7 +243,7 @@ func TestEmployeeCannotLeaveTheDelegationRules(t *testing.T) {
 		require.Equal(t, audit.OutcomeRefused, row.Outcome)
 	}
 	ann := func() identity.Agent {
-		a, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
+		a, err := s.ids.Agent(ctx, s.tenant.ID, s.agents["ann"].ID)
 		require.NoError(t, err)
 		return a
 	}
@@ -258,11 +258,11 @@ func TestEmployeeCannotLeaveTheDelegationRules(t *testing.T) {
 	refused("ann", "agent_remove", `{"name":"zed"}`, "relationship_refused", "removing zed needs a delegation relationship")
 	// Putting its manager under zed would put ann under zed too.
 	refused("ann", "agent_update", `{"name":"bo","reports_to":"zed"}`, "relationship_refused", "placing bo under zed needs a delegation relationship")
-	bo, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["bo"].ID)
+	bo, err := s.ids.Agent(ctx, s.tenant.ID, s.agents["bo"].ID)
 	require.NoError(t, err)
 	require.Equal(t, "sales", s.agents["zed"].Department)
 	require.NotEqual(t, s.agents["zed"].ID, bo.ReportsTo)
-	z, err := s.ids.Store().Agent(ctx, s.tenant.ID, s.agents["zed"].ID)
+	z, err := s.ids.Agent(ctx, s.tenant.ID, s.agents["zed"].ID)
 	require.NoError(t, err)
 	require.Equal(t, identity.AgentActive, z.Status)
 	require.Empty(t, z.Role)

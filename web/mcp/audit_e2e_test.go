@@ -77,7 +77,7 @@ func TestRefusedAuditRowsOfOneTenantFailNoOtherTenant(t *testing.T) {
 		require.Equal(t, "-32603 the audit trail is unavailable, so the call was not run; retry later", msg)
 	}
 	for i := range floodCalls {
-		_, err := s.ids.Store().AgentByName(ctx, s.tenant.ID, fmt.Sprintf("flood%d", i))
+		_, err := s.ids.AgentByName(ctx, s.tenant.ID, fmt.Sprintf("flood%d", i))
 		require.True(t, fault.Is(err, fault.NotFound), "flood%d was created without its audit row", i)
 	}
 }
@@ -93,7 +93,7 @@ func TestCallWhoseOutcomeCannotBeRecordedKeepsItsPendingRow(t *testing.T) {
 	e := s.call(t, "op", "create_agent", `{"name":"carl"}`).rpcErr(t)
 	require.EqualValues(t, -32603, e["code"])
 	require.Contains(t, e["message"], "the call ran and is recorded as pending")
-	_, err := s.ids.Store().AgentByName(ctx, s.tenant.ID, "carl")
+	_, err := s.ids.AgentByName(ctx, s.tenant.ID, "carl")
 	require.NoError(t, err, "the side effect happened")
 	row := s.lastAudit(t)
 	require.Equal(t, "create_agent", row.Tool)

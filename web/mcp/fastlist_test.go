@@ -138,10 +138,14 @@ func TestSessionKeptOpenByListsClosedWhenIdle(t *testing.T) {
 		r := f.rpc(t, "emp", hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i))
 		require.Equal(t, http.StatusOK, r.status, "list %d, %s", i, r.body)
 		require.Equal(t, before+1, f.ep.listsServed.Load())
+		// Sleep, not a signal: the session timeout is wall-clock time,
+		// and the requests must be spread over more than one of it.
 		time.Sleep(100 * time.Millisecond)
 	}
 	// Any request restarts the timer, so only one is sent, after three
 	// timeouts without any.
+	// Sleep, not a signal: idleness is the input; nothing happens to
+	// wait for until the timer fires.
 	time.Sleep(900 * time.Millisecond)
 	require.Equal(t, http.StatusNotFound, f.rpc(t, "emp", hdr, `{"jsonrpc":"2.0","id":99,"method":"ping"}`).status, "closed once idle")
 }

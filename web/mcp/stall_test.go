@@ -165,7 +165,6 @@ func TestAStalledClientStallsNobodyElse(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("change %d: the reading client heard nothing while others stalled", i)
 		}
-		time.Sleep(time.Millisecond)
 	}
 	// Both stalled streams are gone. (Stats.Dropped counts the failed
 	// writes the hub saw; a stream whose connection net/http found broken
@@ -205,6 +204,9 @@ func TestShutdownFinishesWhileClientsStoppedReading(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("change %d: the reading client heard nothing", i)
 		}
+		// Sleep, not a signal: the writes to the stalled clients never
+		// finish (that is the point), so the hub never goes idle; this
+		// lets the ones that can end land before the count is read.
 		time.Sleep(2 * time.Millisecond)
 		if r.hub.Stats().Notified-before == 1 {
 			quiet++

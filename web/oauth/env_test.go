@@ -80,10 +80,8 @@ func newEnvLog(t testing.TB, log *slog.Logger, tweak ...func(*oauth.Config)) *en
 	e.creds = postgres.NewCredentialStore(e.db)
 	ctx := context.Background()
 	var err error
-	e.a, err = e.svc.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	e.b, err = e.svc.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
+	tt := pgtest.TwoTenants(t, e.db)
+	e.a, e.b = tt.A, tt.B
 	e.alice, err = e.svc.CreateMember(ctx, e.a.ID, "alice@acme.test", password, identity.RoleOwner)
 	require.NoError(t, err)
 	e.bob, err = e.svc.CreateMember(ctx, e.b.ID, "bob@globex.test", password, identity.RoleOwner)

@@ -79,7 +79,8 @@ func TestFetcherGuards(t *testing.T) {
 	t.Parallel()
 	slow := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow.json" {
-			time.Sleep(2 * time.Second)
+			<-r.Context().Done() // answers only once the fetcher has given up
+			return
 		}
 		if r.URL.Path == "/moved.json" {
 			http.Redirect(w, r, "/doc.json", http.StatusFound)

@@ -69,7 +69,7 @@ func (d *Dashboard) renderAgents(c echo.Context, v *View, status int, f newAgent
 	if p.After != "" && !identity.ValidAgentName(p.After) {
 		return fault.New(fault.Invalid, "the page cursor is not valid; start from the first page")
 	}
-	as, total, err := d.d.Identity.Store().ListAgentsPage(ctx, v.Tenant.ID, p)
+	as, total, err := d.d.Identity.ListAgentsPage(ctx, v.Tenant.ID, p)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (d *Dashboard) renderAgents(c echo.Context, v *View, status int, f newAgent
 			managers = append(managers, a.ReportsTo)
 		}
 	}
-	if data.Names, err = d.d.Identity.Store().AgentNames(ctx, v.Tenant.ID, managers); err != nil {
+	if data.Names, err = d.d.Identity.AgentNames(ctx, v.Tenant.ID, managers); err != nil {
 		return err
 	}
 	data.Agents = as
@@ -131,7 +131,7 @@ func (d *Dashboard) managerOf(c echo.Context, v *View, ref string) (uuid.UUID, e
 	if !identity.ValidAgentName(ref) {
 		return uuid.Nil, fault.New(fault.Invalid, "reports_to must name an AI employee of this tenant")
 	}
-	m, err := d.d.Identity.Store().AgentByName(c.Request().Context(), v.Tenant.ID, ref)
+	m, err := d.d.Identity.AgentByName(c.Request().Context(), v.Tenant.ID, ref)
 	if fault.Is(err, fault.NotFound) {
 		return uuid.Nil, fault.New(fault.Invalid, "reports_to must name an AI employee of this tenant; there is none named %q", ref)
 	}
@@ -156,7 +156,7 @@ func (d *Dashboard) agentParam(c echo.Context, v *View) (identity.Agent, error) 
 		return identity.Agent{}, fault.New(fault.NotFound, "no such agent")
 	}
 	v.Object = "agent:" + id.String()
-	return d.d.Identity.Store().Agent(c.Request().Context(), v.Tenant.ID, id)
+	return d.d.Identity.Agent(c.Request().Context(), v.Tenant.ID, id)
 }
 
 type agentData struct {
@@ -186,7 +186,7 @@ func (d *Dashboard) renderAgent(c echo.Context, v *View, status int, a identity.
 	ctx := c.Request().Context()
 	data.Agent = a
 	if a.ReportsTo != uuid.Nil {
-		if m, err := d.d.Identity.Store().Agent(ctx, v.Tenant.ID, a.ReportsTo); err == nil {
+		if m, err := d.d.Identity.Agent(ctx, v.Tenant.ID, a.ReportsTo); err == nil {
 			data.Manager = m.Name
 		}
 	}

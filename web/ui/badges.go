@@ -17,7 +17,7 @@ const badgeCap = 99
 func (d *Dashboard) loadBadges(ctx context.Context, tenantID uuid.UUID) map[string]int {
 	out := map[string]int{}
 	if d.d.Grants != nil {
-		if rs, err := d.d.Grants.Store().ListRequests(ctx, tenantID, grants.Pending, nil, badgeCap); err == nil {
+		if rs, err := d.d.Grants.ListRequests(ctx, tenantID, grants.Pending, nil, badgeCap); err == nil {
 			out["requests"] = len(rs)
 		}
 	}

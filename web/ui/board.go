@@ -98,11 +98,11 @@ func (d *Dashboard) tasks(c echo.Context, v *View) error {
 	if ok {
 		f.After, data.Paged = &p, true
 	}
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	data.Departments = departments(data.Agents)
-	if data.Goals, err = d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Kind: board.KindGoal, Limit: 100}); err != nil {
+	if data.Goals, err = d.d.Board.ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Kind: board.KindGoal, Limit: 100}); err != nil {
 		return err
 	}
 	if data.Status == "" && !ok {
@@ -110,7 +110,7 @@ func (d *Dashboard) tasks(c echo.Context, v *View) error {
 			return err
 		}
 	} else {
-		ts, err := d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, f)
+		ts, err := d.d.Board.ListTasks(ctx, v.Tenant.ID, f)
 		if err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (d *Dashboard) taskParam(c echo.Context, v *View) (board.Task, error) {
 		return board.Task{}, err
 	}
 	v.Object = "task:" + id.String()
-	t, err := d.d.Board.Store().Task(c.Request().Context(), v.Tenant.ID, id)
+	t, err := d.d.Board.Task(c.Request().Context(), v.Tenant.ID, id)
 	if fault.Is(err, fault.NotFound) {
 		return t, fault.New(fault.NotFound, "no such task")
 	}
@@ -177,19 +177,19 @@ func (d *Dashboard) task(c echo.Context, v *View) error {
 	}
 	data := taskData{Task: t, Open: t.Status != board.Done && t.Status != board.Cancelled}
 	if t.ParentID != uuid.Nil {
-		if p, err := d.d.Board.Store().Task(ctx, v.Tenant.ID, t.ParentID); err == nil {
+		if p, err := d.d.Board.Task(ctx, v.Tenant.ID, t.ParentID); err == nil {
 			data.Parent = &p
 		}
 	}
-	subs, err := d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Parent: t.ID, Limit: subtasksShown + 1})
+	subs, err := d.d.Board.ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Parent: t.ID, Limit: subtasksShown + 1})
 	if err != nil {
 		return err
 	}
 	data.Subtasks, data.More = subs[:min(len(subs), subtasksShown)], len(subs) > subtasksShown
-	if data.Activity, err = d.d.Board.Store().ListActivity(ctx, v.Tenant.ID, t.ID, nil, activityShown); err != nil {
+	if data.Activity, err = d.d.Board.ListActivity(ctx, v.Tenant.ID, t.ID, nil, activityShown); err != nil {
 		return err
 	}
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	data.Names = namesOf(data.Agents)

@@ -65,7 +65,7 @@ func TestTheBoardByRole(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, res.status)
 		}
 	}
-	got, err := e.board.Store().Task(ctx, e.a.ID, parent.ID)
+	got, err := e.board.Task(ctx, e.a.ID, parent.ID)
 	require.NoError(t, err)
 	require.Equal(t, ada.ID, got.AssigneeID, "refused changes change nothing")
 	require.Equal(t, board.Open, got.Status)
@@ -74,7 +74,7 @@ func TestTheBoardByRole(t *testing.T) {
 	e.signIn(op, identity.RoleOperator)
 	res := op.submit(path, path+"/assignee", url.Values{"assignee": {bob.ID.String()}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	got, err = e.board.Store().Task(ctx, e.a.ID, parent.ID)
+	got, err = e.board.Task(ctx, e.a.ID, parent.ID)
 	require.NoError(t, err)
 	require.Equal(t, bob.ID, got.AssigneeID)
 	require.Contains(t, op.get(path).body, `<option value="`+bob.ID.String()+`" selected>`)
@@ -84,7 +84,7 @@ func TestTheBoardByRole(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.status, res.body)
 	res = op.submit(path, path+"/cancel", nil)
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	got, err = e.board.Store().Task(ctx, e.a.ID, parent.ID)
+	got, err = e.board.Task(ctx, e.a.ID, parent.ID)
 	require.NoError(t, err)
 	require.Equal(t, board.Cancelled, got.Status)
 	page := op.get(path)
@@ -109,7 +109,7 @@ func TestTheBoardByRole(t *testing.T) {
 	require.NotContains(t, other.get("/t/globex/dashboard/board").body, sub.Title)
 	res = other.submit("/t/globex/dashboard/board", "/t/globex/dashboard/board/"+sub.ID.String()+"/cancel", nil)
 	require.Equal(t, http.StatusNotFound, res.status)
-	got, err = e.board.Store().Task(ctx, e.a.ID, sub.ID)
+	got, err = e.board.Task(ctx, e.a.ID, sub.ID)
 	require.NoError(t, err)
 	require.Equal(t, board.Open, got.Status)
 }

@@ -39,7 +39,7 @@ func (d *Dashboard) columns(ctx context.Context, tenantID uuid.UUID, f board.Tas
 	var out []Column
 	for _, st := range columnOrder {
 		f.Status, f.Limit, f.After = st, columnScan+1, nil
-		ts, err := d.d.Board.Store().ListTasks(ctx, tenantID, f)
+		ts, err := d.d.Board.ListTasks(ctx, tenantID, f)
 		if err != nil {
 			return nil, err
 		}

@@ -78,7 +78,7 @@ func (d *Dashboard) computerSession(c echo.Context, v *View) error {
 		return err
 	}
 	data := sessionData{Session: s}
-	if a, err := d.d.Identity.Store().Agent(ctx, v.Tenant.ID, s.AgentID); err == nil {
+	if a, err := d.d.Identity.Agent(ctx, v.Tenant.ID, s.AgentID); err == nil {
 		data.Agent = a.Name
 	}
 	if s.Open() {

@@ -172,7 +172,7 @@ func (d *Dashboard) session(c echo.Context, t identity.Tenant) (*View, bool) {
 	if err != nil || st.ID != t.ID {
 		return nil, false
 	}
-	m, err := d.d.Identity.Store().Member(ctx, t.ID, p.MemberID)
+	m, err := d.d.Identity.Member(ctx, t.ID, p.MemberID)
 	if err != nil {
 		return nil, false
 	}
@@ -254,7 +254,7 @@ func (d *Dashboard) setLanguage(c echo.Context) error {
 // signOutEverywhere ends every session of the member, this one included.
 func (d *Dashboard) signOutEverywhere(c echo.Context, v *View) error {
 	v.Object = "member:" + v.Member.ID.String()
-	if err := d.d.Identity.Store().EndSessions(c.Request().Context(), v.Tenant.ID, v.Member.ID, ""); err != nil {
+	if err := d.d.Identity.EndSessions(c.Request().Context(), v.Tenant.ID, v.Member.ID); err != nil {
 		return err
 	}
 	c.SetCookie(&http.Cookie{Name: d.d.Sessions.SessionCookie(), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: d.f.secure})

@@ -41,7 +41,7 @@ func (d *Dashboard) renderDBSources(c echo.Context, v *View, status int, f dbSou
 	if d.d.DBSources == nil {
 		return fault.New(fault.Unavailable, "database sources are not served here")
 	}
-	list, err := d.d.DBSources.Store().List(c.Request().Context(), v.Tenant.ID)
+	list, err := d.d.DBSources.List(c.Request().Context(), v.Tenant.ID)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func TestRequestsAreDecidedInOneRow(t *testing.T) {
 	res := b.submit("/t/acme/dashboard/overview", "/t/acme/dashboard/requests/"+one.ID.String()+"/approve", url.Values{"return": {"overview"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, "/t/acme/dashboard/overview?done=request_approved", res.header.Get("Location"))
-	gs, err := e.grants.Store().ListGrants(ctx, e.a.ID, ada.ID, true)
+	gs, err := e.grants.ListGrants(ctx, e.a.ID, ada.ID, true)
 	require.NoError(t, err)
 	require.Len(t, gs, 1)
 	require.NotNil(t, gs[0].ExpiresAt, "a grant approved with the defaults ends")
@@ -49,7 +49,7 @@ func TestRequestsAreDecidedInOneRow(t *testing.T) {
 		url.Values{"request": {two.ID.String(), three.ID.String()}, "decision": {"approve"}, "hours": {"24"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	for _, r := range []grants.Request{two, three} {
-		got, err := e.grants.Store().Request(ctx, e.a.ID, r.ID)
+		got, err := e.grants.Request(ctx, e.a.ID, r.ID)
 		require.NoError(t, err)
 		require.Equal(t, grants.Approved, got.Status)
 	}
@@ -57,7 +57,7 @@ func TestRequestsAreDecidedInOneRow(t *testing.T) {
 		url.Values{"request": {four.ID.String(), two.ID.String()}, "decision": {"deny"}})
 	require.Equal(t, http.StatusConflict, res.status, res.body)
 	require.Contains(t, res.body, "1 of the 2 selected requests could not be decided")
-	got, err := e.grants.Store().Request(ctx, e.a.ID, four.ID)
+	got, err := e.grants.Request(ctx, e.a.ID, four.ID)
 	require.NoError(t, err)
 	require.Equal(t, grants.Denied, got.Status, "the others are decided")
 	require.NotEmpty(t, e.rows("decideCapabilityRequests"), "a bulk decision is audited")

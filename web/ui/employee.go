@@ -36,7 +36,7 @@ type employeeParts struct {
 // server lacks stays empty.
 func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a identity.Agent) (employeeParts, error) {
 	var p employeeParts
-	ks, err := d.d.Identity.Store().ListKeys(ctx, tenantID)
+	ks, err := d.d.Identity.ListKeys(ctx, tenantID)
 	if err != nil {
 		return p, err
 	}
@@ -46,10 +46,10 @@ func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a ide
 		}
 	}
 	if d.d.Grants != nil {
-		if p.Grants, err = d.d.Grants.Store().ListGrants(ctx, tenantID, a.ID, true); err != nil {
+		if p.Grants, err = d.d.Grants.ListGrants(ctx, tenantID, a.ID, true); err != nil {
 			return p, err
 		}
-		rs, err := d.d.Grants.Store().ListRequests(ctx, tenantID, grants.Pending, nil, requestsShown)
+		rs, err := d.d.Grants.ListRequests(ctx, tenantID, grants.Pending, nil, requestsShown)
 		if err != nil {
 			return p, err
 		}
@@ -60,7 +60,7 @@ func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a ide
 		}
 	}
 	if d.d.Board != nil {
-		if p.Tasks, err = d.d.Board.Store().ListTasks(ctx, tenantID, board.TaskFilter{Assignee: a.ID, Limit: employeeShown}); err != nil {
+		if p.Tasks, err = d.d.Board.ListTasks(ctx, tenantID, board.TaskFilter{Assignee: a.ID, Limit: employeeShown}); err != nil {
 			return p, err
 		}
 	}
@@ -99,7 +99,7 @@ func (d *Dashboard) saveProfile(c echo.Context, v *View) error {
 	}
 	manager := uuid.Nil
 	if ref := strings.TrimSpace(c.FormValue("reports_to")); ref != "" {
-		m, err := d.d.Identity.Store().AgentByName(c.Request().Context(), v.Tenant.ID, ref)
+		m, err := d.d.Identity.AgentByName(c.Request().Context(), v.Tenant.ID, ref)
 		if fault.Is(err, fault.NotFound) {
 			return fault.New(fault.Invalid, "reports_to must name an AI employee of this tenant; there is none named %q", ref)
 		}

@@ -49,10 +49,10 @@ func (d *Dashboard) requests(c echo.Context, v *View) error {
 		return fault.New(fault.Invalid, "status must be pending, approved or denied")
 	}
 	var err error
-	if data.Requests, err = d.d.Grants.Store().ListRequests(ctx, v.Tenant.ID, grants.Status(data.Status), nil, requestsShown); err != nil {
+	if data.Requests, err = d.d.Grants.ListRequests(ctx, v.Tenant.ID, grants.Status(data.Status), nil, requestsShown); err != nil {
 		return err
 	}
-	if data.Grants, err = d.d.Grants.Store().ListGrants(ctx, v.Tenant.ID, uuid.Nil, !data.Ended); err != nil {
+	if data.Grants, err = d.d.Grants.ListGrants(ctx, v.Tenant.ID, uuid.Nil, !data.Ended); err != nil {
 		return err
 	}
 	if data.Names, err = d.agentNames(ctx, v.Tenant.ID); err != nil {
@@ -64,7 +64,7 @@ func (d *Dashboard) requests(c echo.Context, v *View) error {
 
 // agentNames maps the tenant's agent ids to names.
 func (d *Dashboard) agentNames(ctx context.Context, tenantID uuid.UUID) (map[uuid.UUID]string, error) {
-	as, err := d.d.Identity.Store().ListAgents(ctx, tenantID)
+	as, err := d.d.Identity.ListAgents(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func (d *Dashboard) keys(c echo.Context, v *View) error {
 	data := keysData{Form: keyForm{Kind: string(identity.KeyOperator)}}
 	if o, ok := d.f.takeOnce(c, v.Dash("keys"), v.Tenant.ID.String(), v.Member.ID.String()); ok {
 		if id, err := uuid.Parse(o.Object); err == nil {
-			if k, err := d.d.Identity.Store().Key(c.Request().Context(), v.Tenant.ID, id); err == nil {
+			if k, err := d.d.Identity.Key(c.Request().Context(), v.Tenant.ID, id); err == nil {
 				data.Token, data.Created = o.Secret, &k
 				v.Notice = "done.key_created"
 			}
@@ -53,7 +53,7 @@ func (d *Dashboard) keys(c echo.Context, v *View) error {
 
 func (d *Dashboard) renderKeys(c echo.Context, v *View, status int, data keysData) error {
 	ctx := c.Request().Context()
-	ks, err := d.d.Identity.Store().ListKeys(ctx, v.Tenant.ID)
+	ks, err := d.d.Identity.ListKeys(ctx, v.Tenant.ID)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (d *Dashboard) renderKeys(c echo.Context, v *View, status int, data keysDat
 			ids = append(ids, k.AgentID)
 		}
 	}
-	names, err := d.d.Identity.Store().AgentNames(ctx, v.Tenant.ID, ids)
+	names, err := d.d.Identity.AgentNames(ctx, v.Tenant.ID, ids)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (d *Dashboard) keyAgent(c echo.Context, v *View, ref string) (uuid.UUID, er
 	if !identity.ValidAgentName(ref) {
 		return uuid.Nil, fault.New(fault.Invalid, "agent must name an AI employee of this tenant")
 	}
-	a, err := d.d.Identity.Store().AgentByName(c.Request().Context(), v.Tenant.ID, ref)
+	a, err := d.d.Identity.AgentByName(c.Request().Context(), v.Tenant.ID, ref)
 	if fault.Is(err, fault.NotFound) || err == nil && a.Status != identity.AgentActive {
 		return uuid.Nil, fault.New(fault.Invalid, "agent must name an active AI employee of this tenant; there is none named %q", ref)
 	}

@@ -51,10 +51,10 @@ func (d *Dashboard) knowledgePage(c echo.Context, v *View) error {
 	svc := d.d.Knowledge
 	data := knowledgeData{Query: strings.TrimSpace(c.QueryParam("q")), Forgotten: c.QueryParam("forgotten")}
 	var err error
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
-	if data.Shared, err = svc.Store().Wikis(ctx, v.Tenant.ID, identity.Agent{}.ID, 500); err != nil {
+	if data.Shared, err = svc.Wikis(ctx, v.Tenant.ID, identity.Agent{}.ID, 500); err != nil {
 		return err
 	}
 	if name := c.QueryParam("agent"); name != "" {
@@ -73,7 +73,7 @@ func (d *Dashboard) knowledgePage(c echo.Context, v *View) error {
 		if data.Sources, err = svc.Sources(ctx, v.Principal, a, 100); err != nil {
 			return err
 		}
-		if data.Pages, err = svc.Store().Wikis(ctx, v.Tenant.ID, a.ID, 500); err != nil {
+		if data.Pages, err = svc.Wikis(ctx, v.Tenant.ID, a.ID, 500); err != nil {
 			return err
 		}
 		st, err := svc.Stats(ctx, v.Tenant.ID, a.ID)
@@ -96,7 +96,7 @@ func (d *Dashboard) knowledgePage(c echo.Context, v *View) error {
 		if data.Agent != nil {
 			owner = *data.Agent
 		}
-		p, err := svc.Store().Wiki(ctx, v.Tenant.ID, owner.ID, path)
+		p, err := svc.Wiki(ctx, v.Tenant.ID, owner.ID, path)
 		if err != nil {
 			return err
 		}

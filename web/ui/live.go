@@ -51,7 +51,7 @@ func (d *Dashboard) liveData(c echo.Context, v *View) (liveData, error) {
 		replicas[s.Replica] = true
 		if s.MemberID != uuid.Nil {
 			if _, ok := data.Members[s.MemberID]; !ok {
-				if m, err := d.d.Identity.Store().Member(ctx, v.Tenant.ID, s.MemberID); err == nil {
+				if m, err := d.d.Identity.Member(ctx, v.Tenant.ID, s.MemberID); err == nil {
 					data.Members[s.MemberID] = m.Email
 				}
 			}

@@ -40,7 +40,7 @@ func (d *Dashboard) members(c echo.Context, v *View) error {
 }
 
 func (d *Dashboard) renderMembers(c echo.Context, v *View, status int, f memberForm) error {
-	ms, err := d.d.Identity.Store().ListMembers(c.Request().Context(), v.Tenant.ID)
+	ms, err := d.d.Identity.ListMembers(c.Request().Context(), v.Tenant.ID)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ type nameBook struct {
 // leaves its names out: the page then says "removed" rather than failing.
 func (d *Dashboard) loadNames(ctx context.Context, tenantID uuid.UUID) *nameBook {
 	b := &nameBook{agents: map[uuid.UUID]string{}, members: map[uuid.UUID]string{}, keys: map[uuid.UUID]string{}, clients: map[string]string{}}
-	st := d.d.Identity.Store()
+	st := d.d.Identity
 	if as, err := st.ListAgents(ctx, tenantID); err == nil {
 		for _, a := range as {
 			b.agents[a.ID] = a.Name

@@ -34,7 +34,7 @@ type overviewData struct {
 
 func (d *Dashboard) overview(c echo.Context, v *View) error {
 	ctx := c.Request().Context()
-	as, err := d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID)
+	as, err := d.d.Identity.ListAgents(ctx, v.Tenant.ID)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (d *Dashboard) overview(c echo.Context, v *View) error {
 		}
 	}
 	if d.d.Grants != nil {
-		if data.Pending, err = d.d.Grants.Store().ListRequests(ctx, v.Tenant.ID, grants.Pending, nil, overviewShown); err != nil {
+		if data.Pending, err = d.d.Grants.ListRequests(ctx, v.Tenant.ID, grants.Pending, nil, overviewShown); err != nil {
 			return err
 		}
 	}

@@ -125,11 +125,11 @@ func TestPagesByRole(t *testing.T) {
 					require.Equal(t, http.StatusForbidden, res.status, "%s as %s: %s", name, role, res.body)
 				}
 			}
-			r, err := e.grants.Store().Request(ctx, e.a.ID, req.ID)
+			r, err := e.grants.Request(ctx, e.a.ID, req.ID)
 			require.NoError(t, err)
 			if runners[role] {
 				require.Equal(t, grants.Approved, r.Status)
-				live, err := e.grants.Store().ListGrants(ctx, e.a.ID, ada.ID, true)
+				live, err := e.grants.ListGrants(ctx, e.a.ID, ada.ID, true)
 				require.NoError(t, err)
 				found := false
 				for _, lg := range live {

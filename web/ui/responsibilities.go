@@ -84,7 +84,7 @@ func (d *Dashboard) listPage(c echo.Context, v *View) error {
 	if ok {
 		f.After, data.Paged = &p, true
 	}
-	rs, err := d.d.Responsibilities.Store().ListResponsibilities(ctx, v.Tenant.ID, f)
+	rs, err := d.d.Responsibilities.ListResponsibilities(ctx, v.Tenant.ID, f)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (d *Dashboard) listPage(c echo.Context, v *View) error {
 		data.Next = api.EncodeCursor(responsibilities.PositionOf(rs[len(rs)-1]))
 	}
 	data.Responsibilities = rs
-	if data.Agents, err = d.d.Identity.Store().ListAgents(ctx, v.Tenant.ID); err != nil {
+	if data.Agents, err = d.d.Identity.ListAgents(ctx, v.Tenant.ID); err != nil {
 		return err
 	}
 	data.Names = make(map[uuid.UUID]string, len(data.Agents))
@@ -133,7 +133,7 @@ func (d *Dashboard) responsibilityParam(c echo.Context, v *View) (responsibiliti
 		return responsibilities.Responsibility{}, err
 	}
 	v.Object = "responsibility:" + id.String()
-	r, err := d.d.Responsibilities.Store().Responsibility(c.Request().Context(), v.Tenant.ID, id)
+	r, err := d.d.Responsibilities.Responsibility(c.Request().Context(), v.Tenant.ID, id)
 	if fault.Is(err, fault.NotFound) {
 		return r, fault.New(fault.NotFound, "no such responsibility")
 	}
@@ -155,10 +155,10 @@ func (d *Dashboard) onePage(c echo.Context, v *View) error {
 		return err
 	}
 	data.Agent = data.Names[r.AgentID]
-	if data.Runs, err = d.d.Responsibilities.Store().Runs(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
+	if data.Runs, err = d.d.Responsibilities.Runs(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
 		return err
 	}
-	if data.Skips, err = d.d.Responsibilities.Store().Skips(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
+	if data.Skips, err = d.d.Responsibilities.Skips(ctx, v.Tenant.ID, r.ID, nil, runsShown); err != nil {
 		return err
 	}
 	if data.Questions, err = d.d.Responsibilities.Questions(ctx, v.Tenant.ID, r.ID, nil, questionsShown); err != nil {
@@ -242,7 +242,7 @@ func (d *Dashboard) questions(c echo.Context, v *View) error {
 		if _, seen := data.Responsibilities[q.ResponsibilityID]; seen {
 			continue
 		}
-		if r, err := d.d.Responsibilities.Store().Responsibility(ctx, v.Tenant.ID, q.ResponsibilityID); err == nil {
+		if r, err := d.d.Responsibilities.Responsibility(ctx, v.Tenant.ID, q.ResponsibilityID); err == nil {
 			data.Responsibilities[q.ResponsibilityID] = r.Name
 		}
 	}

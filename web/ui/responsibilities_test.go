@@ -173,7 +173,7 @@ func TestPauseResumeStopInThePage(t *testing.T) {
 	r := e.responsibility(e.agent("ada"), "triage")
 	sub := "/t/acme/dashboard/responsibilities/" + r.ID.String()
 	status := func() responsibilities.Responsibility {
-		got, err := e.responsibilities.Store().Responsibility(ctx, e.a.ID, r.ID)
+		got, err := e.responsibilities.Responsibility(ctx, e.a.ID, r.ID)
 		require.NoError(t, err)
 		return got
 	}

@@ -16,7 +16,7 @@ func (d *Dashboard) settingsRoutes(g *echo.Group) {
 }
 
 func (d *Dashboard) settings(c echo.Context, v *View) error {
-	t, err := d.d.Identity.Store().Tenant(c.Request().Context(), v.Tenant.ID)
+	t, err := d.d.Identity.Tenant(c.Request().Context(), v.Tenant.ID)
 	if err != nil {
 		return err
 	}

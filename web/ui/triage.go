@@ -30,7 +30,7 @@ func (d *Dashboard) triage(ctx context.Context, v *View, canAudit bool) (triage,
 	t := triage{Cap: triageCap}
 	now := time.Now()
 	if d.d.Grants != nil {
-		rs, err := d.d.Grants.Store().ListRequests(ctx, v.Tenant.ID, grants.Pending, nil, triageCap)
+		rs, err := d.d.Grants.ListRequests(ctx, v.Tenant.ID, grants.Pending, nil, triageCap)
 		if err != nil {
 			return t, err
 		}
@@ -44,7 +44,7 @@ func (d *Dashboard) triage(ctx context.Context, v *View, canAudit bool) (triage,
 		t.Questions = len(qs)
 	}
 	if d.d.Board != nil {
-		ts, err := d.d.Board.Store().ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Status: board.Blocked, Limit: triageCap})
+		ts, err := d.d.Board.ListTasks(ctx, v.Tenant.ID, board.TaskFilter{Status: board.Blocked, Limit: triageCap})
 		if err != nil {
 			return t, err
 		}

@@ -116,6 +116,8 @@ func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 	for _, tok := range tokens {
 		_ = toolNames(b, r, tok)
 	}
+	// Sleep, not a signal: the baseline is the replica's memory once its
+	// garbage collector has had time to run; no event says it has.
 	time.Sleep(2 * time.Second)
 	before := metrics(b, r)
 
@@ -140,6 +142,8 @@ func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 	for err := range errs {
 		b.Fatal(err)
 	}
+	// Sleep, not a signal: as for the baseline, memory is read after the
+	// collector has had time to run.
 	time.Sleep(3 * time.Second)
 	after := metrics(b, r)
 	n := float64(agents * perAgent)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
@@ -228,9 +229,9 @@ func (s *stack) containerOf(t *testing.T, service string) string {
 func (s *stack) waitHealthy(t *testing.T, within time.Duration) {
 	t.Helper()
 	services := []string{"postgres", "redis", "serve", "worker", "sandbox-worker"}
-	deadline := time.Now().Add(within)
-	for {
-		var waiting []string
+	var waiting []string
+	testsignal.Until(t, within, time.Second, "every service healthy", func() bool {
+		waiting = waiting[:0]
 		for _, svc := range services {
 			out, err := exec.Command("docker", "inspect", "--format", "{{.State.Health.Status}}", s.containerOf(t, svc)).Output()
 			require.NoError(t, err)
@@ -238,14 +239,11 @@ func (s *stack) waitHealthy(t *testing.T, within time.Duration) {
 				waiting = append(waiting, svc+"="+st)
 			}
 		}
-		if len(waiting) == 0 {
-			return
+		if len(waiting) > 0 {
+			t.Logf("waiting for %v", waiting)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not healthy after %s: %v", within, waiting)
-		}
-		time.Sleep(time.Second)
-	}
+		return len(waiting) == 0
+	})
 }
 
 // checkStack drives the running stack from outside, as an operator would.

@@ -283,6 +283,9 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 		_ = json.Unmarshal(res.Structured, &st)
 		bobc <- started{st.SessionID, st.WorkspaceID}
 	}()
+	// Sleep, not a signal: worker A must stay paused for less than its
+	// heartbeat's lifetime (or it is declared lost), and long enough that
+	// a start it could take would have waited for it.
 	time.Sleep(1500 * time.Millisecond)
 	require.NoError(t, syscall.Kill(workerA.cmd.Process.Pid, syscall.SIGCONT))
 	var bob started

@@ -54,7 +54,7 @@ func BenchmarkDashboardTTFB(b *testing.B) {
 		require.NotNil(b, m, "the audit page links to older rows")
 		third = strings.ReplaceAll(m[1], "&amp;", "&")
 	}
-	mid, err := w.ids.Store().AgentByName(ctx, w.acme.ID, "agent-00500")
+	mid, err := w.ids.AgentByName(ctx, w.acme.ID, "agent-00500")
 	require.NoError(b, err)
 	pages := []struct{ name, path string }{
 		{"employee", "/t/acme/dashboard/agents/" + mid.ID.String()},

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/identity"
 )
 
@@ -69,17 +70,17 @@ func checkAccessible(t *testing.T, tab context.Context, what string) {
 func waitFor(t *testing.T, tab context.Context, cond, what string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testsignal.Until(t, time.Hour, 100*time.Millisecond, what, func() bool {
 		// A navigation in flight fails the evaluation; ask again.
 		if ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](cond)); err == nil && ok {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
 			page, _ := chromedp.Run(tab, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
 			t.Fatalf("waiting for %s; the page shows:\n%s", what, page)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // evalString returns what the JavaScript expression js evaluates to.
@@ -222,7 +223,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[action$="/profile"] button.primary`)),
 	))
 	waitFor(t, tab, `location.search.includes("done=agent_saved")`, "the saved budget's notice")
-	saved, err := w.ids.Store().Agent(ctx, w.acme.ID, w.ada.ID)
+	saved, err := w.ids.Agent(ctx, w.acme.ID, w.ada.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 4250, saved.BudgetCents, "the budget is saved")
 
@@ -263,15 +264,10 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	// The live-streams page shows ada's stream on this replica (replicas
 	// report every few seconds).
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testsignal.Until(t, 15*time.Second, 500*time.Millisecond, "ada's stream on the live page", func() bool {
 		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/live"), chromedp.WaitVisible(chromedp.CSS(`h1`))))
-		if strings.Contains(textOf(t, tab, "main"), "ada") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "ada's stream never appeared on the live page")
-		time.Sleep(500 * time.Millisecond)
-	}
+		return strings.Contains(textOf(t, tab, "main"), "ada")
+	})
 	require.Contains(t, textOf(t, tab, "#streams"), ":"+strings.TrimPrefix(r.base[strings.LastIndex(r.base, ":"):], ":"), "named by its replica's port")
 	checkAccessible(t, tab, "live streams (en)")
 	shoot(t, tab, "live.en")
@@ -308,7 +304,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#tail-toggle`)),
 		chromedp.Click(chromedp.CSS(`#tail-toggle`)),
 	))
-	time.Sleep(300 * time.Millisecond) // the tail's first read marks where it starts
+	// Sleep, not a signal: the tail starts where its EventSource connects,
+	// which the page does not report; a row written before that would not
+	// show.
+	time.Sleep(300 * time.Millisecond)
 	callTool(t, r, w.adaKey, "agent_status", map[string]any{})
 	require.NoError(t, chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#tail-rows li`))))
 	require.Contains(t, textOf(t, tab, "#tail-rows"), "agent_status")

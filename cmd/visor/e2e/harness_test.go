@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
@@ -116,20 +117,20 @@ func startReplica(t testing.TB, name, dbURL, redisURL string, env ...string) *re
 			t.Logf("--- replica %s log:\n%s", r.name, r.log.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testsignal.Until(t, 20*time.Second, 50*time.Millisecond, "replica "+name+" healthy", func() bool {
 		resp, err := http.Get(r.base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return r
+				return true
 			}
 		}
-		if time.Now().After(deadline) || r.cmd.ProcessState != nil {
-			t.Fatalf("replica %s did not become healthy: %v\n%s", name, err, r.log.String())
+		if r.cmd.ProcessState != nil {
+			t.Fatalf("replica %s exited before it became healthy: %v\n%s", name, err, r.log.String())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
+	return r
 }
 
 // world is two tenants set up directly through the identity service: acme

@@ -180,7 +180,9 @@ func TestRedisPauseIsRepaired(t *testing.T) {
 	start := time.Now()
 	w.setDenied(t, a, w.ada, "agent_status")
 	require.Less(t, time.Since(start), 3*time.Second, "a frozen Redis must not hold up the committing request")
-	time.Sleep(4 * time.Second) // long enough for the subscriber to notice the silence
+	// Sleep, not a signal: the subscriber notices a frozen Redis only by
+	// its silence lasting, so the silence must last.
+	time.Sleep(4 * time.Second)
 	srv.Resume()
 	resumed := time.Now()
 	expectChange(t, ada, 10*time.Second, "after Redis resumed")

@@ -106,7 +106,10 @@ func TestLostRevocationIsRepairedByReconciliation(t *testing.T) {
 	w, _, b := twoReplicas(t, srv.URL(), "VISOR_LIVE_RECONCILE_EVERY=300ms", "VISOR_LIVE_CREDENTIAL_CHECK_EVERY=1h")
 	ada := listenModern(t, b, w.adaKey)
 	bob := listenModern(t, b, w.bobKey)
-	time.Sleep(time.Second) // the reconciler learns the versions
+	// Sleep, not a signal: the replica's reconciler, in another process,
+	// must have learned the versions (every 300ms) before the revocation,
+	// so that what repairs it is the version moving; nothing reports that.
+	time.Sleep(time.Second)
 	id, _, _ := identity.ParseKeyToken(w.adaKey)
 	// w.ids publishes nothing: only Postgres knows.
 	_, err := w.ids.RevokeKey(context.Background(), w.acme.ID, id)

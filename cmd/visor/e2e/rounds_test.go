@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/rounds"
@@ -135,13 +136,12 @@ func startWorker(t testing.TB, name, dbURL, redisURL string, env ...string) *wor
 			t.Logf("--- worker %s log:\n%s", name, p.log.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testsignal.Until(t, 20*time.Second, 50*time.Millisecond, "worker "+name+" healthy", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return true
 			}
 		}
 		select {
@@ -149,11 +149,9 @@ func startWorker(t testing.TB, name, dbURL, redisURL string, env ...string) *wor
 			t.Fatalf("worker %s exited:\n%s", name, p.log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker %s did not become healthy: %v\n%s", name, err, p.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
+	return p
 }
 
 // kill ends the worker at once, as a crash or an OOM kill would: no drain,
@@ -305,7 +303,10 @@ func TestWorkerKilledMidDeliveryLosesNoWakeup(t *testing.T) {
 		ws, err := svc.Wakeups(ctx, w.acme.ID, rounds.Filter{State: rounds.Delivered})
 		return err == nil && len(ws) == n
 	}, 90*time.Second, 200*time.Millisecond, "every wake-up is delivered after the kill")
-	time.Sleep(3 * time.Second) // anything still to come would arrive now
+	// Sleep, not a signal: this asserts that no duplicate delivery comes
+	// from a killed worker's job; an absence has no event, and the killed
+	// process cannot report what it would have sent.
+	time.Sleep(3 * time.Second)
 
 	count := map[string]int{}
 	for _, d := range rr.deliveries() {
@@ -356,7 +357,9 @@ func TestLongPollOverHTTP(t *testing.T) {
 		c, ps := poll(w.adaKey, "?wait=30")
 		got <- answer{c, ps}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	testsignal.Until(t, 10*time.Second, 10*time.Millisecond, "the long-poll waits on the replica", func() bool {
+		return metrics(t, r)["visor_rounds_polls_waiting"] == 1
+	})
 	task := taskOf(t, callTool(t, r, w.operator, "tasks_create", map[string]any{"title": "Triage the inbox", "assignee": "ada"}))
 	a := <-got
 	require.Equal(t, http.StatusOK, a.code)

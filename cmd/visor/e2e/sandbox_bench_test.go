@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/visorhq/visor/docker"
+	"github.com/visorhq/visor/internal/testsignal"
 )
 
 // BenchmarkExecuteProgram measures execute_program end to end: an MCP
@@ -90,13 +91,7 @@ func cancelMCP(b *testing.B, s *sandboxWorld) {
 		return l
 	}
 	// until polls the engine every 5 ms and fails after 30 s.
-	until := func(what string, ok func() bool) {
-		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				b.Fatal(what)
-			}
-		}
-	}
+	until := func(what string, ok func() bool) { testsignal.Until(b, 30*time.Second, 5*time.Millisecond, what, ok) }
 	var took []time.Duration
 	for b.Loop() {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -164,26 +159,23 @@ func churnMCP(b *testing.B, s *sandboxWorld, tmp string, mixed bool) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 	// A cancelled run's removal finishes on the worker just after the
 	// client's call returned.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := s.containers(b)
+	var left, dirs int
+	testsignal.Until(b, 10*time.Second, 100*time.Millisecond, "no container or run directory left behind", func() bool {
+		left = len(s.containers(b))
 		entries, err := os.ReadDir(tmp)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var dirs int
+		dirs = 0
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), "visor-sandbox-") {
 				dirs++
 			}
 		}
-		if len(left) == 0 && dirs == 0 {
-			b.ReportMetric(0, "left-behind")
-			return
+		if left+dirs > 0 {
+			b.Logf("left behind so far: %d containers, %d run directories", left, dirs)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("left behind: %d containers, %d run directories", len(left), dirs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return left == 0 && dirs == 0
+	})
+	b.ReportMetric(0, "left-behind")
 }
