@@ -149,7 +149,11 @@ func TestDueTicksKeepWindowLimitsSpendCapsAndGates(t *testing.T) {
 	_, err = f.svc.ReportSpend(f.ctx, f.acme.ID, f.adaID, run.TaskID, 100)
 	require.NoError(t, err)
 	stop := f.clock().Add(time.Second)
-	stopping := f.resp(t, f.adaID, func(r *responsibilities.Responsibility) { r.Name = "stopping"; r.StopAt = &stop; r.Schedule = "* * * * *" })
+	stopping := f.resp(t, f.adaID, func(r *responsibilities.Responsibility) {
+		r.Name = "stopping"
+		r.StopAt = &stop
+		r.Schedule = "* * * * *"
+	})
 	orphan := f.resp(t, f.bobID, func(r *responsibilities.Responsibility) { r.Name = "orphan" })
 	_, _, err = postgres.NewIdentityStore(f.db).UpdateAgent(f.ctx, f.acme.ID, f.bobID, func(a *identity.Agent) error {
 		a.Status = identity.AgentTrashed
