@@ -69,14 +69,18 @@ func (e *responsibilityEnv) process(t testing.TB) *postgres.DB {
 	return db
 }
 
-// hourly inserts n active hourly responsibilities of the env's employee
-// whose ticks are due at at.
-func (e *responsibilityEnv) hourly(t testing.TB, n int, at time.Time) {
+// hourly inserts n active responsibilities of the env's employee on
+// schedule (hourly if empty) whose ticks are due at at.
+func (e *responsibilityEnv) hourly(t testing.TB, n int, at time.Time, schedule ...string) {
 	t.Helper()
+	sched := "0 * * * *"
+	if len(schedule) > 0 {
+		sched = schedule[0]
+	}
 	_, err := e.db.Pool.Exec(e.ctx, `INSERT INTO responsibilities (tenant_id, id, agent_id, name, schedule, period_secs, run_limit,
 			followup_limit, spend_cap_cents, min_wake_interval_secs, created_by, next_tick_at)
-		SELECT $1, gen_random_uuid(), $2, 'resp ' || i, '0 * * * *', 3600, 10, 4, 100000, 300, 'operator:test', $4
-		FROM generate_series(1, $3) i`, e.tenant.ID, e.agent.ID, n, at)
+		SELECT $1, gen_random_uuid(), $2, 'resp ' || i, $5, 3600, 10, 4, 100000, 300, 'operator:test', $4
+		FROM generate_series(1, $3) i`, e.tenant.ID, e.agent.ID, n, at, sched)
 	require.NoError(t, err)
 }
 
