@@ -198,3 +198,55 @@ func lateness(b *testing.B) {
 	fmt.Printf("wake-up lateness over %d reminders: p50 %s, p99 %s, max %s\n", n, p50.Round(time.Millisecond), p99.Round(time.Millisecond),
 		pmax.Round(time.Millisecond))
 }
+
+// BenchmarkPullLateness: the pulling runtime. VISOR_BENCH_REMINDERS (200)
+// reminders of one employee with no push endpoint fall due
+// VISOR_BENCH_EVERY_MS (50) apart; a worker process as in
+// BenchmarkWakeupLateness writes and readies them, and one runtime
+// long-polls (up to 50 at a time, waiting 30 s), woken by the Postgres
+// notification through the bell as a serve replica is. Lateness is the
+// time a wake-up reached the runtime minus its due time, at p50, p99 and
+// max.
+func BenchmarkPullLateness(b *testing.B) {
+	for b.Loop() {
+		pullLateness(b)
+	}
+}
+
+func pullLateness(b *testing.B) {
+	n, every := benchEnv("VISOR_BENCH_REMINDERS", 200), time.Duration(benchEnv("VISOR_BENCH_EVERY_MS", 50))*time.Millisecond
+	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", 20)
+	e := newRoundsEnv(b, false)
+	bell := rounds.NewBell()
+	e.svc.SetBell(bell)
+	l := postgres.NewWakeupListener(e.db, bell, slog.New(slog.DiscardHandler))
+	require.NoError(b, l.Start(e.ctx))
+	b.Cleanup(l.Stop)
+	start := time.Now().Add(5 * time.Second)
+	_, err := e.db.Pool.Exec(e.ctx, `INSERT INTO reminders (tenant_id, id, agent_id, text, due_at, creator_kind, created_by)
+		SELECT $1, gen_random_uuid(), $2, 'reminder ' || i, $4::timestamptz + (i - 1) * $5::interval, 'operator', 'key:op'
+		FROM generate_series(1, $3) i`, e.acme.ID, e.ada.ID, n, start, every)
+	require.NoError(b, err)
+	e.deliveryWorker(b, size, conc, rounds.DefaultEndpointLimit)
+	loadStart := loadAverage()
+	late := make([]time.Duration, 0, n)
+	deadline := time.Now().Add(time.Until(start) + time.Duration(n)*every + 2*time.Minute)
+	for len(late) < n && time.Now().Before(deadline) {
+		ps, err := e.svc.Poll(e.ctx, e.acme.ID, "acme", e.ada.ID, 50, 30*time.Second, nil)
+		require.NoError(b, err)
+		for _, p := range ps {
+			late = append(late, time.Since(p.DueAt))
+		}
+	}
+	require.Len(b, late, n, "every reminder reached the runtime")
+	slices.Sort(late)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(float64(n), "reminders")
+	b.ReportMetric(ms(late[n/2]), "p50-ms")
+	b.ReportMetric(ms(late[n*99/100]), "p99-ms")
+	b.ReportMetric(ms(late[n-1]), "max-ms")
+	b.ReportMetric(float64(size), "pool-conns")
+	b.ReportMetric(float64(conc), "queue-concurrency")
+	b.ReportMetric(loadStart, "load-start")
+	b.ReportMetric(loadAverage(), "load-end")
+}
