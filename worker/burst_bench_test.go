@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/agents"
@@ -29,15 +27,17 @@ func benchEnv(name string, def int) int {
 // burstWorkers starts VISOR_BENCH_WORKERS (1 if unset) workers on the
 // env's database, each as `visor worker` runs with its defaults: its own
 // Postgres pool of VISOR_BENCH_POOL connections (40, VISOR_WORKER_DB_POOL's
-// default) and the responsibilities queue at VISOR_BENCH_CONCURRENCY (20,
-// VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY's default). It reports the
-// three figures (call report after the timer is reset) and returns an
-// insert client.
-func (e *responsibilityEnv) burstWorkers(b *testing.B) (ins *river.Client[pgx.Tx], report func()) {
+// default), the responsibilities queue at VISOR_BENCH_CONCURRENCY (20,
+// VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY's default), and the tick
+// claimers: VISOR_BENCH_CLAIMERS (worker.DefaultTickClaimers) claiming
+// sets of VISOR_BENCH_BATCH (worker.DefaultTickBatch). Each run's round
+// enqueues its delivery job, as in production. It reports the settings
+// (call report after the timer is reset).
+func (e *responsibilityEnv) burstWorkers(b *testing.B) (report func()) {
 	b.Helper()
 	n, conc, size := benchEnv("VISOR_BENCH_WORKERS", 1), benchEnv("VISOR_BENCH_CONCURRENCY", 20), benchEnv("VISOR_BENCH_POOL", 40)
+	claimers, batch := benchEnv("VISOR_BENCH_CLAIMERS", worker.DefaultTickClaimers), benchEnv("VISOR_BENCH_BATCH", worker.DefaultTickBatch)
 	url := e.db.Pool.Config().ConnString()
-	var first *worker.Runner
 	for range n {
 		db, err := postgres.Open(e.ctx, url, func(c *pgxpool.Config) { c.MaxConns = int32(size) })
 		require.NoError(b, err)
@@ -53,18 +53,22 @@ func (e *responsibilityEnv) burstWorkers(b *testing.B) (ins *river.Client[pgx.Tx
 		r, err := worker.NewRunner(db.Pool, reg, worker.Options{Logger: slog.New(slog.DiscardHandler), DrainTimeout: 5 * time.Second})
 		require.NoError(b, err)
 		jobs.Client = r.Client()
+		ins, err := worker.NewInserter(db.Pool, slog.New(slog.DiscardHandler)) // as `visor worker` wires it: rounds are delivered elsewhere here
+		require.NoError(b, err)
+		store.SetQueue(worker.WakeupQueue{Client: ins})
 		require.NoError(b, r.Start(e.ctx))
 		b.Cleanup(r.Stop)
-		if first == nil {
-			first = r
-		}
+		d := &worker.TickDispatcher{Responsibilities: svc, Batch: batch, Claimers: claimers, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
+		require.NoError(b, d.Start(e.ctx))
+		b.Cleanup(d.Stop)
 	}
-	report = func() { // after the benchmark's ResetTimer, which clears metrics
+	return func() { // after the benchmark's ResetTimer, which clears metrics
 		b.ReportMetric(float64(n), "workers")
 		b.ReportMetric(float64(conc), "queue-concurrency")
 		b.ReportMetric(float64(size), "pool-conns")
+		b.ReportMetric(float64(claimers), "tick-claimers")
+		b.ReportMetric(float64(batch), "tick-batch")
 	}
-	return first.Client(), report
 }
 
 // loadAverage returns the one-minute load average (0 if unreadable).

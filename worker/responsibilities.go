@@ -28,26 +28,8 @@ type ResponsibilityWakeupArgs struct {
 // Kind names the job in River.
 func (ResponsibilityWakeupArgs) Kind() string { return "responsibility_wakeup" }
 
-// ResponsibilityTickArgs is a scheduled run of a responsibility in one epoch at one
-// time. Each tick arms the next when it fires, so a responsibility holds
-// one pending tick however many there are; ticks are unique by their
-// arguments.
-type ResponsibilityTickArgs struct {
-	TenantID         uuid.UUID `json:"tenant_id"`
-	ResponsibilityID uuid.UUID `json:"responsibility_id"`
-	Epoch            int64     `json:"epoch"`
-	At               time.Time `json:"at"`
-}
-
-// Kind names the job in River.
-func (ResponsibilityTickArgs) Kind() string { return "responsibility_tick" }
-
 func responsibilityOpts(at time.Time) *river.InsertOpts {
 	return &river.InsertOpts{Queue: ResponsibilityQueue, ScheduledAt: at, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
-}
-
-func tickArgs(t responsibilities.Tick) ResponsibilityTickArgs {
-	return ResponsibilityTickArgs{TenantID: t.TenantID, ResponsibilityID: t.ResponsibilityID, Epoch: t.Epoch, At: t.At.UTC()}
 }
 
 // ResponsibilityJobs arms and cancels the jobs of responsibility wake-ups inside the
@@ -55,8 +37,6 @@ func tickArgs(t responsibilities.Tick) ResponsibilityTickArgs {
 // (storage/postgres.ResponsibilityJobs).
 type ResponsibilityJobs struct {
 	Client *river.Client[pgx.Tx]
-	// Now is the clock ticks are computed from (time.Now if nil).
-	Now func() time.Time
 }
 
 // ArmWakeupTx enqueues the job of a follow-up or question at its due time.
@@ -66,12 +46,13 @@ func (j ResponsibilityJobs) ArmWakeupTx(ctx context.Context, tx pgx.Tx, w respon
 	return err
 }
 
-// ResetTx cancels every job of r not yet finished and arms the first tick
-// of its current epoch when it is active and has a schedule.
-func (j ResponsibilityJobs) ResetTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility, tz string) error {
+// CancelTx cancels the wake-up jobs of r not yet finished: a change bumps
+// the epoch and settles its wake-ups, so none of them would act. (Question
+// pushes see their notice withdrawn.)
+func (j ResponsibilityJobs) CancelTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility) error {
 	// The args index (GIN) finds a responsibility's jobs among all others.
 	rows, err := tx.Query(ctx, `SELECT id FROM river_job
-		WHERE kind IN ('responsibility_wakeup', 'responsibility_tick') AND state IN ('available', 'scheduled', 'retryable')
+		WHERE kind = 'responsibility_wakeup' AND state IN ('available', 'scheduled', 'retryable')
 			AND args @> jsonb_build_object('tenant_id', $1::text, 'responsibility_id', $2::text)`, r.TenantID, r.ID)
 	if err != nil {
 		return err
@@ -85,19 +66,7 @@ func (j ResponsibilityJobs) ResetTx(ctx context.Context, tx pgx.Tx, r responsibi
 			return err
 		}
 	}
-	if r.Status != responsibilities.Active || r.Schedule == "" {
-		return nil
-	}
-	now := time.Now
-	if j.Now != nil {
-		now = j.Now
-	}
-	at, ok := r.NextScheduled(tz, now())
-	if !ok {
-		return nil
-	}
-	_, err = j.Client.InsertTx(ctx, tx, ResponsibilityTickArgs{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: at.UTC()}, responsibilityOpts(at))
-	return err
+	return nil
 }
 
 // ResponsibilityWakeupWorker works ResponsibilityWakeupArgs.
@@ -109,25 +78,6 @@ type ResponsibilityWakeupWorker struct {
 // Work fires the wake-up (responsibilities.Service.FireWakeup).
 func (w *ResponsibilityWakeupWorker) Work(ctx context.Context, job *river.Job[ResponsibilityWakeupArgs]) error {
 	_, err := w.Responsibility.FireWakeup(ctx, job.Args.TenantID, job.Args.WakeupID)
-	return err
-}
-
-// ResponsibilityTickWorker works ResponsibilityTickArgs.
-type ResponsibilityTickWorker struct {
-	river.WorkerDefaults[ResponsibilityTickArgs]
-	Responsibility *responsibilities.Service
-}
-
-// Work opens the scheduled run and arms the next tick
-// (responsibilities.Service.FireSchedule).
-func (w *ResponsibilityTickWorker) Work(ctx context.Context, job *river.Job[ResponsibilityTickArgs]) error {
-	a := job.Args
-	client := river.ClientFromContext[pgx.Tx](ctx)
-	_, err := w.Responsibility.FireSchedule(ctx, responsibilities.Tick{TenantID: a.TenantID, ResponsibilityID: a.ResponsibilityID, Epoch: a.Epoch, At: a.At},
-		func(next responsibilities.Tick) error {
-			_, err := client.Insert(ctx, tickArgs(next), responsibilityOpts(next.At))
-			return err
-		})
 	return err
 }
 
@@ -150,7 +100,6 @@ func RegisterResponsibilitiesWith(reg *Registry, svc *responsibilities.Service, 
 		o.Concurrency = 20
 	}
 	river.AddWorker(reg.Workers(), &ResponsibilityWakeupWorker{Responsibility: svc})
-	river.AddWorker(reg.Workers(), &ResponsibilityTickWorker{Responsibility: svc})
 	river.AddWorker(reg.Workers(), &ResponsibilityNoticeWorker{Responsibility: svc, Backoff: o.Backoff})
 	reg.AddQueue(ResponsibilityQueue, o.Concurrency)
 }

@@ -243,52 +243,35 @@ func TestAnOperatorChangeCancelsPendingWakeups(t *testing.T) {
 }
 
 // TestAScheduledTickOpensARunAndArmsTheNext: a responsibility with a
-// schedule holds one pending tick; when it fires a run opens (reason
-// schedule) and the next tick is armed; a change re-arms the chain in the
-// new epoch and the old tick is cancelled.
+// schedule holds its next tick on its row; when it comes a worker's
+// claimer opens a run (reason schedule) and arms the next hour; a change
+// re-arms the tick, and the run it opens is in the new epoch.
 func TestAScheduledTickOpensARunAndArmsTheNext(t *testing.T) {
 	t.Parallel()
 	e := newResponsibilityEnv(t)
 	e.runner(t)
+	e.ticker(t, e.db, 0)
 	r, err := e.svc.Create(e.ctx, e.tenant.ID, "", "operator:k", responsibilities.Draft{AgentID: e.agent.ID, Name: "hourly",
 		Schedule: "0 * * * *", RunLimit: 50, SpendCapCents: 1000})
 	require.NoError(t, err)
-	ticks := func(state string) []worker.ResponsibilityTickArgs {
-		rows, err := e.db.Pool.Query(e.ctx, `SELECT args->>'at', (args->>'epoch')::bigint FROM river_job
-			WHERE kind = 'responsibility_tick' AND state = $1 AND args->>'responsibility_id' = $2 ORDER BY id`, state, r.ID.String())
-		require.NoError(t, err)
-		defer rows.Close()
-		var out []worker.ResponsibilityTickArgs
-		for rows.Next() {
-			var at string
-			var a worker.ResponsibilityTickArgs
-			require.NoError(t, rows.Scan(&at, &a.Epoch))
-			a.At, err = time.Parse(time.RFC3339Nano, at)
-			require.NoError(t, err)
-			out = append(out, a)
-		}
-		return out
-	}
-	pending := ticks("scheduled")
-	require.Len(t, pending, 1, "creating it armed the first tick")
-	require.Equal(t, r.Epoch, pending[0].Epoch)
-	require.Zero(t, pending[0].At.Minute())
-	require.True(t, pending[0].At.After(time.Now()))
+	first := e.nextTick(t, r)
+	require.NotNil(t, first, "creating it armed the first tick")
+	require.Zero(t, first.Minute())
+	require.True(t, first.After(time.Now()))
 
-	// Bring a tick forward (as if its hour came): it opens a run and arms
-	// the next hour.
-	tick := worker.ResponsibilityTickArgs{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: time.Now().Add(500 * time.Millisecond).UTC()}
-	_, err = e.jobs.Client.Insert(e.ctx, tick, nil)
-	require.NoError(t, err)
+	// Bring the tick forward (as if its hour came): it opens a run and
+	// arms the same next hour.
+	e.bringForward(t, r, time.Now().Add(300*time.Millisecond))
 	require.Eventually(t, func() bool { return e.runs(t, r, responsibilities.BySchedule) == 1 }, 20*time.Second, 50*time.Millisecond)
-	require.Len(t, ticks("scheduled"), 1, "the fired tick armed the same next hour, once")
+	require.Equal(t, first.UTC(), e.nextTick(t, r).UTC(), "the fired tick armed the next hour")
 
-	// A change moves the chain to the new epoch.
 	name := "hourly watch"
 	r2, err := e.svc.Update(e.ctx, r.TenantID, r.ID, "", responsibilities.Change{Name: &name})
 	require.NoError(t, err)
-	pending = ticks("scheduled")
-	require.Len(t, pending, 1)
-	require.Equal(t, r2.Epoch, pending[0].Epoch)
-	require.NotEmpty(t, ticks("cancelled"))
+	require.Equal(t, first.UTC(), e.nextTick(t, r2).UTC())
+	e.bringForward(t, r2, time.Now())
+	require.Eventually(t, func() bool { return e.runs(t, r, responsibilities.BySchedule) == 2 }, 20*time.Second, 50*time.Millisecond)
+	runs, err := e.store.Runs(e.ctx, r.TenantID, r.ID, nil, 1)
+	require.NoError(t, err)
+	require.Equal(t, r2.Epoch, runs[0].Epoch)
 }

@@ -145,7 +145,7 @@ type Dispatcher struct {
 }
 
 // dispatchBatch bounds the runs written in one transaction.
-const dispatchBatch = 100
+const dispatchBatch = 500
 
 // Start runs the dispatcher until Stop.
 func (d *Dispatcher) Start(ctx context.Context) error { return d.life.Start(ctx, d.loop) }

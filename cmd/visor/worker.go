@@ -109,5 +109,10 @@ func (a *app) startRunner(ctx context.Context, metrics prometheus.Registerer) er
 	if err := a.startComputerWorker(ctx); err != nil {
 		return err
 	}
+	// Scheduled responsibility runs are claimed in sets, apart from the
+	// job queue.
+	if err := a.start(ctx, &worker.TickDispatcher{Responsibilities: a.responsibilities, Log: a.log.With("area", "responsibilities")}); err != nil {
+		return err
+	}
 	return a.startDispatcher(ctx)
 }

@@ -91,10 +91,8 @@ func TestAQuestionReachesAnOperatorQuotedAndItsAnswerWakesTheNextRun(t *testing.
 
 	// The answer was told once: the run after it carries nothing.
 	f.advance(time.Minute)
-	again, err := f.svc.FireSchedule(f.ctx, responsibilities.Tick{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: f.clock()},
-		func(responsibilities.Tick) error { return nil })
-	require.NoError(t, err)
-	require.True(t, again)
+	f.due(t, r)
+	require.Equal(t, 1, f.tick(t))
 	runs, err := f.store.Runs(f.ctx, r.TenantID, r.ID, nil, 1)
 	require.NoError(t, err)
 	require.Empty(t, f.roundData(t, runs[0]))
@@ -122,10 +120,8 @@ func TestAnExpiredQuestionSaysSoToTheNextRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, responsibilities.Expired, got.State)
 
-	opened, err = f.svc.FireSchedule(f.ctx, responsibilities.Tick{TenantID: r.TenantID, ResponsibilityID: r.ID, Epoch: r.Epoch, At: f.clock()},
-		func(responsibilities.Tick) error { return nil })
-	require.NoError(t, err)
-	require.True(t, opened)
+	f.due(t, r)
+	require.Equal(t, 1, f.tick(t))
 	runs, err := f.store.Runs(f.ctx, r.TenantID, r.ID, nil, 1)
 	require.NoError(t, err)
 	data := f.roundData(t, runs[0])

@@ -119,37 +119,48 @@ func (s *Service) OpenRun(ctx context.Context, tenantID, id uuid.UUID, w Wake) (
 	var closing *Run
 	run, err := s.store.StartRun(ctx, tenantID, id, func(o Opening) (*RunPlan, *Skip, error) {
 		closing = nil
-		r := o.Responsibility
-		skip := func(c SkipCause, format string, args ...any) (*RunPlan, *Skip, error) {
-			return nil, &Skip{ID: uuid.New(), TenantID: tenantID, ResponsibilityID: id, Reason: w.Reason, Cause: c,
-				Detail: fmt.Sprintf(format, args...), Epoch: r.Epoch, At: now}, nil
+		p, skip, err := s.decide(o, w, now, o.Usage)
+		if p != nil {
+			closing = o.OpenRun
 		}
-		if c, detail, ok := s.gate(o, w, now); !ok {
-			return skip(c, "%s", detail)
-		}
-		from, to := r.Window(now)
-		u, err := o.Usage(from, to)
-		if err != nil {
-			return nil, nil, err
-		}
-		reserved := u.PendingFollowups
-		if w.Reason == ByFollowup && reserved > 0 {
-			reserved-- // the follow-up firing now held one of them
-		}
-		if u.Runs+reserved >= r.RunLimit {
-			return skip(OverRunLimit, "the window %s holds %d runs and %d pending follow-ups; its limit is %d",
-				span(from, to), u.Runs, reserved, r.RunLimit)
-		}
-		if u.SpendCents >= r.SpendCapCents {
-			return skip(OverSpendCap, "the window %s has spent %d of its %d cents", span(from, to), u.SpendCents, r.SpendCapCents)
-		}
-		closing = o.OpenRun
-		return s.plan(r, w, now), nil, nil
+		return p, skip, err
 	})
 	if err == nil && closing != nil {
 		err = s.endRounds(ctx, *closing)
 	}
 	return run, err
+}
+
+// decide is the one rule of whether a wake-up opens a run: it answers the
+// run to write, or the skip to record and why (the gate, then the
+// window's run limit counting pending follow-ups, then its spend cap).
+// usage reads a window's usage under the responsibility's lock.
+func (s *Service) decide(o Opening, w Wake, now time.Time, usage func(from, to time.Time) (Usage, error)) (*RunPlan, *Skip, error) {
+	r := o.Responsibility
+	skip := func(c SkipCause, format string, args ...any) (*RunPlan, *Skip, error) {
+		return nil, &Skip{ID: uuid.New(), TenantID: r.TenantID, ResponsibilityID: r.ID, Reason: w.Reason, Cause: c,
+			Detail: fmt.Sprintf(format, args...), Epoch: r.Epoch, At: now}, nil
+	}
+	if c, detail, ok := s.gate(o, w, now); !ok {
+		return skip(c, "%s", detail)
+	}
+	from, to := r.Window(now)
+	u, err := usage(from, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	reserved := u.PendingFollowups
+	if w.Reason == ByFollowup && reserved > 0 {
+		reserved-- // the follow-up firing now held one of them
+	}
+	if u.Runs+reserved >= r.RunLimit {
+		return skip(OverRunLimit, "the window %s holds %d runs and %d pending follow-ups; its limit is %d",
+			span(from, to), u.Runs, reserved, r.RunLimit)
+	}
+	if u.SpendCents >= r.SpendCapCents {
+		return skip(OverSpendCap, "the window %s has spent %d of its %d cents", span(from, to), u.SpendCents, r.SpendCapCents)
+	}
+	return s.plan(r, w, now), nil, nil
 }
 
 // RoundEnder ends the rounds of a task (rounds.Service.EndRounds): their

@@ -97,14 +97,18 @@ type Config struct {
 	// round on the task (its hand-off) to each payload, as data.
 	Notes  Notes
 	Logger *slog.Logger
+	// EndpointLimit bounds the pushes one process sends to one endpoint
+	// at once (DefaultEndpointLimit if zero).
+	EndpointLimit int
 }
 
 // Service delivers rounds and manages runtime endpoints and dead letters.
 type Service struct {
-	cfg  Config
-	log  *slog.Logger
-	now  func() time.Time
-	bell *Bell
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	bell  *Bell
+	gates *gates
 }
 
 // NewService returns the rounds service.
@@ -118,7 +122,7 @@ func NewService(cfg Config) *Service {
 	if cfg.Changes == nil {
 		cfg.Changes = changes.Discard{}
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, now: time.Now}
+	return &Service{cfg: cfg, log: cfg.Logger, now: time.Now, gates: newGates(cfg.EndpointLimit)}
 }
 
 // checkURL refuses an endpoint URL the outbound guard refuses (not https,
@@ -285,6 +289,11 @@ func (s *Service) push(ctx context.Context, tg Target) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Visor-Rounds/1")
+	release, err := s.gates.acquire(ctx, tg.Endpoint.ID)
+	if err != nil {
+		return fmt.Errorf("waited for a free push to the endpoint: %w", err)
+	}
+	defer release()
 	SetHeaders(req.Header, tg.Secret, w.ID.String(), s.now(), body)
 	res, err := s.cfg.HTTP.Do(req)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -116,22 +115,14 @@ func (s *BoardStore) insertWakeups(ctx context.Context, tx pgx.Tx, ws []rounds.W
 	if len(ws) == 0 {
 		return nil
 	}
-	for i := range ws {
-		w := &ws[i]
-		data, err := json.Marshal(nonNilData(w.Data))
-		if err != nil {
-			return err
-		}
-		var due *time.Time
-		if !w.DueAt.IsZero() {
-			due = &w.DueAt
-		}
-		err = tx.QueryRow(ctx, `INSERT INTO wakeups (tenant_id, id, agent_id, task_id, reason, data, due_at)
-			VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now())) RETURNING state, due_at, created_at, updated_at`,
-			w.TenantID, w.ID, w.AgentID, w.TaskID, w.Reason, data, due).Scan(&w.State, &w.DueAt, &w.CreatedAt, &w.UpdatedAt)
-		if err != nil {
-			return mapErr(err, "wake-up")
-		}
+	// One COPY for the set, however many: a reminder burst or a set of
+	// scheduled runs writes its rounds in one statement.
+	now, err := txNow(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if err := copyWakeups(ctx, tx, now, ws); err != nil {
+		return err
 	}
 	if s.queue == nil {
 		return nil

@@ -83,18 +83,25 @@ func (s *BoardStore) FireDueReminders(ctx context.Context, now time.Time, limit 
 			return err
 		}
 		var ws []rounds.Wakeup
+		var tasks []*board.Task
 		for _, r := range due {
 			run, err := plan(r)
 			if err != nil {
 				return err
 			}
 			if run.Task != nil {
-				if err := insertTask(ctx, tx, run.Task); err != nil {
-					return err
-				}
+				tasks = append(tasks, run.Task)
 			}
 			ws = append(ws, run.Wakeup)
 			runs = append(runs, run)
+		}
+		// The set's tasks and wake-ups go in one COPY each.
+		now, err := txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := copyTasks(ctx, tx, now, tasks); err != nil {
+			return err
 		}
 		if err := s.insertWakeups(ctx, tx, ws); err != nil {
 			return err

@@ -19,10 +19,9 @@ type ResponsibilityJobs interface {
 	// ArmWakeupTx enqueues the job of a follow-up or question at its due
 	// time.
 	ArmWakeupTx(ctx context.Context, tx pgx.Tx, w responsibilities.Wakeup) error
-	// ResetTx cancels the responsibility's pending jobs and arms the first
-	// scheduled tick of its current epoch, if any (tz is the tenant's time
-	// zone).
-	ResetTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility, tz string) error
+	// CancelTx cancels the responsibility's pending jobs (its wake-ups
+	// and question pushes).
+	CancelTx(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility) error
 	// ArmNoticeTx enqueues the job that pushes a question, at its send
 	// time.
 	ArmNoticeTx(ctx context.Context, tx pgx.Tx, n responsibilities.Notice) error
@@ -41,21 +40,20 @@ func tenantTZ(ctx context.Context, q querier, tenantID uuid.UUID) (string, error
 	return tz, mapErr(err, "tenant")
 }
 
-// TimeZone returns the tenant's time zone setting.
-func (s *ResponsibilityStore) TimeZone(ctx context.Context, tenantID uuid.UUID) (string, error) {
-	return tenantTZ(ctx, s.db.Pool, tenantID)
-}
-
-// resetJobs cancels r's pending jobs and arms its next tick, in tx.
+// resetJobs cancels r's pending jobs and arms its next tick in its
+// current epoch (or clears it), in tx.
 func (s *ResponsibilityStore) resetJobs(ctx context.Context, tx pgx.Tx, r responsibilities.Responsibility) error {
-	if s.jobs == nil {
-		return nil
-	}
 	tz, err := tenantTZ(ctx, tx, r.TenantID)
 	if err != nil {
 		return err
 	}
-	return s.jobs.ResetTx(ctx, tx, r, tz)
+	if err := setNextTick(ctx, tx, r, tz, time.Now()); err != nil {
+		return err
+	}
+	if s.jobs == nil {
+		return nil
+	}
+	return s.jobs.CancelTx(ctx, tx, r)
 }
 
 // OpenQuestions lists pending questions, oldest first.

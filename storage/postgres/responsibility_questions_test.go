@@ -71,9 +71,39 @@ var questionIsolation = map[string]func(t *testing.T, f respFixture, a respRows,
 	"MarkReported": func(t *testing.T, f respFixture, a respRows, q responsibilities.Wakeup) {
 		require.NoError(t, f.rs.MarkReported(context.Background(), f.b.ID, []uuid.UUID{a.wakeup.ID, q.ID}))
 	},
-	"TimeZone": func(t *testing.T, f respFixture, a respRows, q responsibilities.Wakeup) {
-		_, err := f.rs.TimeZone(context.Background(), uuid.New())
-		notFound(t, err, "TimeZone of no tenant")
+	"FireDueTicks": func(t *testing.T, f respFixture, a respRows, q responsibilities.Wakeup) {
+		ctx := context.Background()
+		_, err := f.db.Pool.Exec(ctx, `UPDATE responsibilities SET next_tick_at = now() - interval '1 second' WHERE tenant_id = $1 AND id = $2`,
+			f.a.ID, a.resp.ID)
+		require.NoError(t, err)
+		// A planner that puts tenant A's run in tenant B is refused, and
+		// nothing is written.
+		_, _, err = f.rs.FireDueTicks(ctx, time.Now(), 10, func(due []responsibilities.DueTick) ([]responsibilities.TickOutcome, error) {
+			out := make([]responsibilities.TickOutcome, len(due))
+			for i, d := range due {
+				require.Equal(t, f.a.ID, d.Responsibility.TenantID)
+				out[i].Plan = &responsibilities.RunPlan{Run: responsibilities.Run{ID: uuid.New(), TenantID: f.b.ID, ResponsibilityID: d.Responsibility.ID}}
+			}
+			return out, nil
+		})
+		require.True(t, fault.Is(err, fault.Internal), "%v", err)
+		// A skip naming tenant B is written to tenant A's row.
+		claimed, _, err := f.rs.FireDueTicks(ctx, time.Now(), 10, func(due []responsibilities.DueTick) ([]responsibilities.TickOutcome, error) {
+			out := make([]responsibilities.TickOutcome, len(due))
+			for i := range due {
+				out[i].Skip = &responsibilities.Skip{ID: uuid.New(), TenantID: f.b.ID, ResponsibilityID: uuid.New(), Reason: responsibilities.BySchedule,
+					Cause: responsibilities.OverRunLimit, Detail: "full", At: time.Now()}
+			}
+			return out, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, 1, claimed)
+		var inB int
+		require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM responsibility_skips WHERE tenant_id = $1`, f.b.ID).Scan(&inB))
+		require.Zero(t, inB, "nothing was written in tenant B")
+		ks, err := f.rs.Skips(ctx, f.a.ID, a.resp.ID, nil, 10)
+		require.NoError(t, err)
+		require.Len(t, ks, 1)
 	},
 }
 

@@ -47,8 +47,8 @@ func TestAScheduledRunAsksAndTheAnswerWakesTheNextRun(t *testing.T) {
 		"charter": "Decide refund requests.", "schedule": "0 * * * *", "period_secs": 86400, "spend_cap_cents": 500}, &resp)
 
 	// The hour comes: the one tick the responsibility holds becomes due now.
-	tag, err := w.db.Pool.Exec(ctx, `UPDATE river_job SET scheduled_at = now()
-		WHERE kind = 'responsibility_tick' AND state = 'scheduled' AND args->>'responsibility_id' = $1`, resp.ID.String())
+	tag, err := w.db.Pool.Exec(ctx, `UPDATE responsibilities SET next_tick_at = now()
+		WHERE id = $1 AND next_tick_at IS NOT NULL`, resp.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected(), "creating it armed one tick")
 
