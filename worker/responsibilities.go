@@ -81,7 +81,7 @@ func (w *ResponsibilityWakeupWorker) Work(ctx context.Context, job *river.Job[Re
 	return err
 }
 
-// RegisterResponsibilities adds the wake-up, tick and question push jobs and their
+// RegisterResponsibilities adds the wake-up and question push jobs and their
 // queue to reg. concurrency is how many run at once per worker process
 // (20 if zero).
 func RegisterResponsibilities(reg *Registry, svc *responsibilities.Service, concurrency int) {

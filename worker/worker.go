@@ -1,6 +1,7 @@
 // Package worker runs Visor's background jobs on River, the Postgres-backed
 // queue: delivering round wake-ups to AI employee runtimes (rounds.go),
-// responsibility runs and their question pushes (responsibilities.go), and
+// responsibility wake-ups and question pushes (responsibilities.go) and
+// scheduled runs claimed in sets (ticks.go), and
 // housekeeping (expired OAuth rows, long-revoked API keys, old wake-ups).
 // Script runs and browser sessions do not use River: the worker plane hands
 // them to sandbox and computer workers over Redis. Each area adds its job

@@ -25,8 +25,8 @@ func txNow(ctx context.Context, tx pgx.Tx) (time.Time, error) {
 	return now, err
 }
 
-// copyTasks inserts new tasks (none done or cancelled) in one COPY,
-// filling their times.
+// copyTasks inserts new tasks in one COPY, filling their times (a task
+// written done or cancelled is finished now).
 func copyTasks(ctx context.Context, tx pgx.Tx, now time.Time, ts []*board.Task) error {
 	if len(ts) == 0 {
 		return nil
@@ -38,13 +38,17 @@ func copyTasks(ctx context.Context, tx pgx.Tx, now time.Time, ts []*board.Task) 
 		if tags == nil {
 			tags = []string{}
 		}
+		t.FinishedAt = nil
+		if t.Status == board.Done || t.Status == board.Cancelled {
+			t.FinishedAt = &now
+		}
 		rows[i] = []any{t.TenantID, t.ID, t.Kind, t.Title, t.Description, t.AcceptanceCriteria, t.Status, t.BlockedReason,
 			nullable(t.ParentID), nullable(t.AssigneeID), nullable(t.ClaimerID), t.CreatorKind, nullable(t.CreatorAgentID),
-			t.CreatedBy, t.Origin, nullable(t.OriginID), tags, now, now}
+			t.CreatedBy, t.Origin, nullable(t.OriginID), tags, now, now, t.FinishedAt}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"tasks"}, []string{"tenant_id", "id", "kind", "title", "description",
 		"acceptance_criteria", "status", "blocked_reason", "parent_id", "assignee_id", "claimer_id", "creator_kind", "creator_agent_id",
-		"created_by", "origin", "origin_id", "tags", "created_at", "updated_at"}, pgx.CopyFromRows(rows))
+		"created_by", "origin", "origin_id", "tags", "created_at", "updated_at", "finished_at"}, pgx.CopyFromRows(rows))
 	return mapErr(err, "task")
 }
 
