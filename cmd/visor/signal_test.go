@@ -2,19 +2,19 @@ package main
 
 import (
 	"bufio"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/internal/testsignal"
 )
 
 // TestSIGTERMShutsDownGracefully runs the real binary: a request in flight
@@ -59,14 +59,40 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	code, _ := httpGet(t, "http://"+addr+"/readyz", "")
 	require.Equal(t, 200, code)
 
-	// Hold a connection with a request whose headers are sent and whose
-	// body is not, so it is in flight when the signal lands.
-	body := `{"slug":"x","name":"y"}`
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /api/v1/tenants HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, len(body))
-	require.NoError(t, err)
+	// Hold a connection with a request whose body arrives slowly, so it is
+	// in flight when the signal lands: the server's count of open
+	// connections (read over a connection of its own, kept open) says when
+	// the request's connection is there.
+	metricsClient := &http.Client{Transport: &http.Transport{}}
+	conns := func() float64 {
+		res, err := metricsClient.Get("http://" + addr + "/metrics")
+		require.NoError(t, err)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "visor_http_connections "); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatal("no visor_http_connections in /metrics")
+		return 0
+	}
+	before := conns()
+	pr, pw := newSlowBody()
+	done := make(chan int, 1)
+	go func() {
+		client := &http.Client{Transport: &http.Transport{}} // a connection of its own
+		res, err := client.Post("http://"+addr+"/api/v1/tenants", "application/json", pr)
+		if err != nil {
+			done <- -1
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	testsignal.Until(t, 30*time.Second, 10*time.Millisecond, "the request's connection open", func() bool { return conns() > before })
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	// The body follows once the server says it is shutting down.
 	for !strings.Contains(strings.Join(logs, "\n"), "http server shutting down") {
@@ -78,12 +104,9 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 			t.Fatalf("serve did not log its shutdown:\n%s", strings.Join(logs, "\n"))
 		}
 	}
-	_, err = io.WriteString(conn, body)
-	require.NoError(t, err)
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
-	res.Body.Close()
-	require.Equal(t, 401, res.StatusCode, "the in-flight request got its answer (no credential)")
+	_, _ = pw.Write([]byte(`{"slug":"x","name":"y"}`))
+	pw.Close()
+	require.Equal(t, 401, <-done, "the in-flight request got its answer (no credential)")
 
 	for l := range lines {
 		logs = append(logs, l)
@@ -104,4 +127,12 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+func newSlowBody() (*os.File, *os.File) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		panic(err)
+	}
+	return r, w
 }
