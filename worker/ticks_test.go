@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/internal/testsignal"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/storage/postgres"
@@ -100,10 +101,12 @@ func TestTwoWorkersOpenEachTickOnce(t *testing.T) {
 		require.NoError(t, e.db.Pool.QueryRow(e.ctx, q, e.tenant.ID).Scan(&c))
 		return c
 	}
-	require.Eventually(t, func() bool {
+	testsignal.Until(t, 60*time.Second, 100*time.Millisecond, "every tick opened", func() bool {
 		return count(`SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1`) >= n && a.claimed.Load()+b.claimed.Load() >= n
-	}, 60*time.Second, 100*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // a second claim would land by now
+	})
+	// Nothing is due any more, so no later claim can add a run: the counts
+	// below are final.
+	require.Zero(t, count(`SELECT count(*) FROM responsibilities WHERE tenant_id = $1 AND next_tick_at <= now()`))
 	require.Equal(t, n, count(`SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1`))
 	require.Equal(t, n, count(`SELECT count(DISTINCT responsibility_id) FROM responsibility_runs WHERE tenant_id = $1`))
 	require.Equal(t, n, count(`SELECT count(*) FROM tasks WHERE tenant_id = $1 AND origin_id IS NOT NULL`))
@@ -134,13 +137,24 @@ func TestAChangeDuringABurstMovesTheTickToTheNewEpoch(t *testing.T) {
 	require.NoError(t, rows.Err())
 	e.ticker(t, e.process(t), 25)
 	e.ticker(t, e.process(t), 25)
-	time.Sleep(250 * time.Millisecond)
+	count := func(q string) int {
+		var c int
+		require.NoError(t, e.db.Pool.QueryRow(e.ctx, q, e.tenant.ID).Scan(&c))
+		return c
+	}
+	// The changes land while the workers are claiming: once the first
+	// runs have opened.
+	testsignal.Until(t, 60*time.Second, 10*time.Millisecond, "the burst started", func() bool {
+		return count(`SELECT count(*) FROM responsibility_runs WHERE tenant_id = $1`) > 0
+	})
 	name := "changed"
 	for _, id := range ids {
 		_, err := e.svc.Update(e.ctx, e.tenant.ID, id, "", responsibilities.Change{Name: &name})
 		require.NoError(t, err)
 	}
-	time.Sleep(2 * time.Second)
+	testsignal.Until(t, 60*time.Second, 50*time.Millisecond, "every due tick claimed", func() bool {
+		return count(`SELECT count(*) FROM responsibilities WHERE tenant_id = $1 AND next_tick_at <= now()`) == 0
+	})
 	var bad int
 	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM (
 			SELECT responsibility_id FROM responsibility_runs WHERE tenant_id = $1 GROUP BY 1 HAVING count(*) > 1) x`, e.tenant.ID).Scan(&bad))
