@@ -74,6 +74,10 @@ func (p *Pipeline) run(ctx context.Context, c *allowed, e *audit.Entry, a *Answe
 	var refusal *tools.RefusalError
 	switch {
 	case errors.As(err, &refusal):
+		var noted *tools.NotedError
+		if errors.As(err, &noted) {
+			e.Change = tools.MergeNote(e.Change, noted.Note)
+		}
 		refuse(e, a, refusal.Decision)
 	case err != nil && fault.CodeOf(err) == fault.Internal:
 		p.log.ErrorContext(ctx, "tool failed", "tool", c.call.Name, "err", err)
@@ -91,6 +95,9 @@ func (p *Pipeline) run(ctx context.Context, c *allowed, e *audit.Entry, a *Answe
 		toolError(e, a, err)
 	default:
 		e.Outcome = audit.OutcomeOK
+		if out.IsError {
+			e.Outcome, e.Message = audit.OutcomeToolError, "the tool answered isError"
+		}
 		if out.Event != "" {
 			e.Event = out.Event
 		}

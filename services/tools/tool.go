@@ -122,6 +122,13 @@ type Result struct {
 	// summary): facts about the call such as a row count or a duration,
 	// never the data the call returned.
 	Note map[string]any
+	// Content, when set, is the answer's whole MCP content array, passed
+	// through as another server sent it (text, images, audio, resource
+	// links); Text and Images are then not sent.
+	Content json.RawMessage
+	// IsError marks an answer in which the tool reports its own failure
+	// (an upstream server's isError); the audit row records a tool error.
+	IsError bool
 }
 
 // Image is one image content block.
