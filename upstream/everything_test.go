@@ -75,30 +75,30 @@ func TestEverythingServer(t *testing.T) {
 			require.GreaterOrEqual(t, srv.ToolCount, 10)
 			sub := h.employee(t, h.a, h.agentA, nil)
 
-			hits, _, err := h.svc.Search(ctx, h.reg, sub, c.name, "echo message", 3)
+			hits, _, err := h.svc.Search(ctx, sub, c.name, "echo message", 3)
 			require.NoError(t, err)
 			require.Equal(t, c.name+":echo", hits[0].Name)
-			tool, err := h.svc.Inspect(ctx, h.reg, sub, c.name+":get-structured-content")
+			tool, err := h.svc.Inspect(ctx, sub, c.name+":get-structured-content")
 			require.NoError(t, err)
 			require.Contains(t, string(tool.OutputSchema), "temperature")
 
-			out, err := h.svc.Call(ctx, h.reg, sub, c.name+":echo", map[string]any{"message": "こんにちは"})
+			out, err := h.svc.Call(ctx, sub, c.name+":echo", map[string]any{"message": "こんにちは"})
 			require.NoError(t, err)
 			require.Contains(t, contentOf(t, out.Result.Content)[0]["text"], "Echo: こんにちは")
-			out, err = h.svc.Call(ctx, h.reg, sub, c.name+":get-sum", map[string]any{"a": 2, "b": 3})
+			out, err = h.svc.Call(ctx, sub, c.name+":get-sum", map[string]any{"a": 2, "b": 3})
 			require.NoError(t, err)
 			require.Contains(t, contentOf(t, out.Result.Content)[0]["text"], "5")
-			out, err = h.svc.Call(ctx, h.reg, sub, c.name+":get-structured-content", map[string]any{"location": "Chicago"})
+			out, err = h.svc.Call(ctx, sub, c.name+":get-structured-content", map[string]any{"location": "Chicago"})
 			require.NoError(t, err)
 			require.Contains(t, string(out.Result.Structured), "temperature")
-			out, err = h.svc.Call(ctx, h.reg, sub, c.name+":get-tiny-image", nil)
+			out, err = h.svc.Call(ctx, sub, c.name+":get-tiny-image", nil)
 			require.NoError(t, err)
 			var image bool
 			for _, b := range contentOf(t, out.Result.Content) {
 				image = image || (b["type"] == "image" && b["mimeType"] == "image/png" && b["data"] != "")
 			}
 			require.True(t, image, "the image block passes through")
-			_, err = h.svc.Call(ctx, h.reg, sub, c.name+":get-sum", map[string]any{"a": "two", "b": 3})
+			_, err = h.svc.Call(ctx, sub, c.name+":get-sum", map[string]any{"a": "two", "b": 3})
 			require.True(t, fault.Is(err, fault.Invalid), "checked against the schema before it leaves: %v", err)
 		})
 	}

@@ -107,7 +107,9 @@ func newFixture(t *testing.T) *fixture {
 		r, _ := json.Marshal(append([]string{}, required...))
 		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(r) + `}`)
 	}
-	text := func(s string) *sdk.CallToolResult { return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}} }
+	text := func(s string) *sdk.CallToolResult {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+	}
 	f.srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echo a text back.\nSecond line.", InputSchema: obj(`"text":{"type":"string"}`, "text")},
 		func(_ context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var a struct{ Text string }

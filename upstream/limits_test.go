@@ -31,39 +31,39 @@ func TestLimits(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		close(started)
-		_, err := h.svc.Call(ctx, h.reg, sub, "fixture:slow", nil)
+		_, err := h.svc.Call(ctx, sub, "fixture:slow", nil)
 		done <- err
 	}()
 	<-started
 	require.Eventually(t, func() bool {
-		_, err := h.svc.Call(ctx, h.reg, sub, "fixture:echo", map[string]any{"text": "x"})
+		_, err := h.svc.Call(ctx, sub, "fixture:echo", map[string]any{"text": "x"})
 		return fault.Is(err, fault.RateLimited) && contains(fault.Message(err), "upstream server fixture is running its limit of 1 calls")
 	}, 2*time.Second, 5*time.Millisecond)
-	out, err := h.svc.Call(ctx, h.reg, sub, "other:echo", map[string]any{"text": "meanwhile"})
+	out, err := h.svc.Call(ctx, sub, "other:echo", map[string]any{"text": "meanwhile"})
 	require.NoError(t, err)
 	require.Equal(t, "other", out.Server)
 	err = <-done
 	require.True(t, fault.Is(err, fault.Unavailable), "the slow call times out: %v", err)
 	require.Contains(t, fault.Message(err), "upstream server fixture did not answer within 300ms")
 
-	_, err = h.svc.Call(ctx, h.reg, sub, "other:big", nil)
+	_, err = h.svc.Call(ctx, sub, "other:big", nil)
 	require.True(t, fault.Is(err, fault.TooLarge), "over the result cap: %v", err)
 	require.Contains(t, fault.Message(err), "upstream server other answered")
 
 	// Four more timeouts make five in a row: the breaker opens.
 	for range 4 {
-		_, err = h.svc.Call(ctx, h.reg, sub, "fixture:slow", nil)
+		_, err = h.svc.Call(ctx, sub, "fixture:slow", nil)
 		require.True(t, fault.Is(err, fault.Unavailable))
 	}
-	_, err = h.svc.Call(ctx, h.reg, sub, "fixture:echo", map[string]any{"text": "x"})
+	_, err = h.svc.Call(ctx, sub, "fixture:echo", map[string]any{"text": "x"})
 	require.True(t, fault.Is(err, fault.Unavailable), "the breaker is open: %v", err)
 	require.Contains(t, fault.Message(err), "upstream server fixture is failing (5 calls in a row); calls to it are paused")
-	_, err = h.svc.Call(ctx, h.reg, sub, "other:echo", map[string]any{"text": "x"})
+	_, err = h.svc.Call(ctx, sub, "other:echo", map[string]any{"text": "x"})
 	require.NoError(t, err, "another server's breaker is its own")
 	// A refresh that works closes the breaker.
 	_, err = h.svc.Refresh(ctx, h.a.ID, "fixture")
 	require.NoError(t, err)
-	_, err = h.svc.Call(ctx, h.reg, sub, "fixture:echo", map[string]any{"text": "x"})
+	_, err = h.svc.Call(ctx, sub, "fixture:echo", map[string]any{"text": "x"})
 	require.NoError(t, err)
 }
 
@@ -97,7 +97,7 @@ func TestSecretsAndSSE(t *testing.T) {
 	require.NotContains(t, secs[0].Sealed, "upstream-token-1", "sealed at rest")
 
 	sub := h.employee(t, h.a, h.agentA, nil)
-	out, err := h.svc.Call(ctx, h.reg, sub, "legacy:echo", map[string]any{"text": "over sse"})
+	out, err := h.svc.Call(ctx, sub, "legacy:echo", map[string]any{"text": "over sse"})
 	require.NoError(t, err)
 	require.Contains(t, contentOf(t, out.Result.Content)[0]["text"], "echo: over sse")
 	require.True(t, f.seen("Authorization", "Bearer upstream-token-1"))

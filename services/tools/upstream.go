@@ -12,7 +12,7 @@ const UpstreamPrefix = "mcp__"
 // name as they do to a Visor tool's (Match); every other caller is bound
 // by the entry point alone. A refusal is Hidden: search leaves the tool
 // out and a call is refused as a hidden Visor tool's is.
-func (r *Registry) DecideUpstream(s *Subject, full string) Decision {
+func DecideUpstream(s *Subject, full string) Decision {
 	if s.Agent == nil {
 		return allow
 	}

@@ -29,17 +29,17 @@ func ParseName(ref string) (server, tool string, err error) {
 // Inspect returns one tool with its full input and output schemas, if the
 // subject may call it. A tool the policy refuses, or of a disabled or
 // missing server, is refused as a hidden tool (tools.RefusalError).
-func (s *Service) Inspect(ctx context.Context, reg *tools.Registry, sub *tools.Subject, ref string) (Tool, error) {
-	_, t, err := s.lookup(ctx, reg, sub, ref)
+func (s *Service) Inspect(ctx context.Context, sub *tools.Subject, ref string) (Tool, error) {
+	_, t, err := s.lookup(ctx, sub, ref)
 	return t, err
 }
 
-func (s *Service) lookup(ctx context.Context, reg *tools.Registry, sub *tools.Subject, ref string) (Server, Tool, error) {
+func (s *Service) lookup(ctx context.Context, sub *tools.Subject, ref string) (Server, Tool, error) {
 	server, tool, err := ParseName(ref)
 	if err != nil {
 		return Server{}, Tool{}, err
 	}
-	if d := reg.DecideUpstream(sub, FullName(server, tool)); !d.Allowed {
+	if d := tools.DecideUpstream(sub, FullName(server, tool)); !d.Allowed {
 		return Server{}, Tool{}, &tools.RefusalError{Decision: d}
 	}
 	srv, t, err := s.cfg.Store.Tool(ctx, sub.Principal.TenantID, server, tool)
@@ -75,8 +75,8 @@ type Outcome struct {
 // tool; Invalid for arguments the schema refuses; RateLimited or
 // Unavailable (naming the server) when the server is busy, failing, slow
 // or unreachable; TooLarge for a result over the server's cap.
-func (s *Service) Call(ctx context.Context, reg *tools.Registry, sub *tools.Subject, ref string, args map[string]any) (Outcome, error) {
-	srv, t, err := s.lookup(ctx, reg, sub, ref)
+func (s *Service) Call(ctx context.Context, sub *tools.Subject, ref string, args map[string]any) (Outcome, error) {
+	srv, t, err := s.lookup(ctx, sub, ref)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -37,7 +37,7 @@ type Hit struct {
 // by name. Words match the tool's name, title and description, case- and
 // width-insensitively; a word in Japanese or Chinese also matches by its
 // two-character pieces, so a query need not be split into words.
-func (s *Service) Search(ctx context.Context, reg *tools.Registry, sub *tools.Subject, server, query string, limit int) ([]Hit, int, error) {
+func (s *Service) Search(ctx context.Context, sub *tools.Subject, server, query string, limit int) ([]Hit, int, error) {
 	if len(query) > maxQueryBytes {
 		return nil, 0, fault.New(fault.Invalid, "query must be at most %d bytes", maxQueryBytes)
 	}
@@ -57,7 +57,7 @@ func (s *Service) Search(ctx context.Context, reg *tools.Registry, sub *tools.Su
 	terms := queryTerms(query)
 	hits := make([]Hit, 0, min(len(all), 64))
 	for _, t := range all {
-		if !reg.DecideUpstream(sub, FullName(t.Server, t.Name)).Allowed {
+		if !tools.DecideUpstream(sub, FullName(t.Server, t.Name)).Allowed {
 			continue
 		}
 		sc := 1.0

@@ -12,7 +12,6 @@ import (
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/lifecycle"
 	"github.com/visorhq/visor/services/secrets"
-	"github.com/visorhq/visor/services/tools"
 )
 
 // Store keeps a tenant's servers, their secrets, tools and tokens. Every
@@ -116,7 +115,6 @@ type Config struct {
 type Service struct {
 	lifecycle.Base
 	cfg    Config
-	reg    *tools.Registry // set by Register
 	pool   *pool
 	guards *guards
 	// ctx is the service's context once started (refreshes a server asks

@@ -16,19 +16,18 @@ import (
 // each upstream tool is then decided on its own full name. mcp_manage is
 // for AI employees whose settings hold [capabilities] mcp_manage.
 func (s *Service) Register(reg *tools.Registry) {
-	s.reg = reg
 	open := true
 	str := func(name, desc string, req bool) tools.Param {
 		return tools.Param{Name: name, Type: "string", Required: req, Description: desc}
 	}
 	name := str("name", "The tool as <server>:<tool>, from mcp_tool_search.", true)
-	reg.Register(tools.Tool{Name: "mcp_tool_search", Scope: identity.ScopeToolsRead, Family: "mcp", StringScalars: true,
+	reg.Register(tools.Tool{Name: "mcp_tool_search", Scope: identity.ScopeToolsWrite, Family: "mcp", StringScalars: true,
 		Description: "Search the tools of this tenant's upstream MCP servers you may call: short summaries, best match first.",
 		Params: []tools.Param{str("server", "Only this server's tools.", false),
 			str("query", "Words to match in tool names and descriptions (any language); empty lists all.", false),
 			{Name: "limit", Type: "integer", Description: fmt.Sprintf("At most this many results, 1-%d (default %d).", MaxSearchLimit, DefaultSearchLimit)}},
 		Annotations: tools.Annotations{Title: "Search upstream MCP tools", ReadOnly: true, Idempotent: true}, Handler: s.searchTool})
-	reg.Register(tools.Tool{Name: "mcp_tool_inspect", Scope: identity.ScopeToolsRead, Family: "mcp",
+	reg.Register(tools.Tool{Name: "mcp_tool_inspect", Scope: identity.ScopeToolsWrite, Family: "mcp",
 		Description: "Read one upstream MCP tool's full description and its input and output schemas before calling it.",
 		Params:      []tools.Param{name},
 		Annotations: tools.Annotations{Title: "Inspect an upstream MCP tool", ReadOnly: true, Idempotent: true}, Handler: s.inspectTool})
@@ -46,7 +45,7 @@ func (s *Service) searchTool(ctx context.Context, c tools.Call) (*tools.Result, 
 	server, _ := tools.String(c.Args, "server")
 	query, _ := tools.String(c.Args, "query")
 	limit, _ := tools.Int(c.Args, "limit")
-	hits, total, err := s.Search(ctx, s.reg, c.Subject, server, query, int(limit))
+	hits, total, err := s.Search(ctx, c.Subject, server, query, int(limit))
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +64,7 @@ func (s *Service) searchTool(ctx context.Context, c tools.Call) (*tools.Result, 
 
 func (s *Service) inspectTool(ctx context.Context, c tools.Call) (*tools.Result, error) {
 	ref, _ := tools.String(c.Args, "name")
-	t, err := s.Inspect(ctx, s.reg, c.Subject, ref)
+	t, err := s.Inspect(ctx, c.Subject, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +80,7 @@ func (s *Service) inspectTool(ctx context.Context, c tools.Call) (*tools.Result,
 func (s *Service) callTool(ctx context.Context, c tools.Call) (*tools.Result, error) {
 	ref, _ := tools.String(c.Args, "name")
 	args, _ := c.Args["arguments"].(map[string]any)
-	out, err := s.Call(ctx, s.reg, c.Subject, ref, args)
+	out, err := s.Call(ctx, c.Subject, ref, args)
 	note := map[string]any{"server": out.Server, "upstream_tool": out.Tool, "duration_ms": out.Elapsed.Milliseconds()}
 	if err != nil {
 		return nil, &tools.NotedError{Note: note, Err: err}
