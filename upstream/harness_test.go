@@ -28,6 +28,8 @@ import (
 // harness is a Service on a fresh database, with the remote connector,
 // two tenants with one AI employee each, and the tools registry.
 type harness struct {
+	db     *postgres.DB
+	istore *postgres.IdentityStore
 	svc    *upstreams.Service
 	store  *postgres.UpstreamStore
 	ids    *identity.Service
@@ -43,7 +45,7 @@ func newHarness(t *testing.T) *harness {
 	istore := postgres.NewIdentityStore(db)
 	ids := identity.NewService(istore, changes.Discard{}, nil)
 	ctx := context.Background()
-	h := &harness{ids: ids, store: postgres.NewUpstreamStore(db), reg: tools.NewRegistry()}
+	h := &harness{db: db, istore: istore, ids: ids, store: postgres.NewUpstreamStore(db), reg: tools.NewRegistry()}
 	var err error
 	h.a, err = ids.CreateTenant(ctx, "acme", "Acme")
 	require.NoError(t, err)

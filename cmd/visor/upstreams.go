@@ -48,7 +48,7 @@ func (a *app) newUpstreams() *upstreams.Service {
 	a.stores.upstreams = postgres.NewUpstreamStore(a.db)
 	guard := egress.New(egress.Config{AllowPrivateHosts: uc.DevHosts, Timeout: upstreamResponseHeaderTimeout})
 	remote := upstream.NewRemote(guard, version, a.log.With("area", "upstreams"))
-	return upstreams.NewService(upstreams.Config{
+	svc := upstreams.NewService(upstreams.Config{
 		Store: a.stores.upstreams, Keys: a.cfg.Secrets.Keys, Publisher: a.publisher(), Log: a.log.With("area", "upstreams"),
 		Connectors: map[upstreams.Transport]upstreams.Connector{upstreams.StreamableHTTP: remote, upstreams.SSE: remote},
 		CheckURL:   func(raw string) (string, error) { return egress.CheckURL(raw, uc.DevHosts) },
@@ -58,4 +58,8 @@ func (a *app) newUpstreams() *upstreams.Service {
 		},
 		IdleTimeout: uc.IdleTimeout,
 	})
+	// Commands that never start it (the CLI's saves and refreshes) still
+	// close the sessions they opened.
+	a.life.Defer(svc.Stop)
+	return svc
 }

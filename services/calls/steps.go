@@ -38,6 +38,9 @@ func (p *Pipeline) decide(ctx context.Context, who identity.Principal, name stri
 	args, argErr := tools.DecodeArgs(raw)
 	e.ArgsDigest = p.reg.Digest(tool, args)
 	e.Change = p.reg.AuditNote(tool, who.TenantID.String(), args)
+	if note := p.reg.Target(tool).ArgsNote; note != nil && args != nil {
+		e.Change = tools.MergeNote(e.Change, note(args))
+	}
 	if d := p.reg.Decide(sub, tool, args); !d.Allowed {
 		refuse(e, a, d)
 		return nil

@@ -80,6 +80,11 @@ type Tool struct {
 	// StringScalars lets integer and boolean parameters also arrive as
 	// strings ("12", "true"/"false"); CheckArgs converts them.
 	StringScalars bool
+	// ArgsNote, when set, returns facts the call's audit row keeps from its
+	// arguments before the tool runs (what a call is about, such as the
+	// upstream server and tool it names; never a value a caller typed as
+	// data), so the row says them even when the tool never runs.
+	ArgsNote func(args map[string]any) map[string]any
 }
 
 // Call is one invocation of a tool, after the policy allowed it.

@@ -34,7 +34,7 @@ func (s *Service) Register(reg *tools.Registry) {
 	reg.Register(tools.Tool{Name: "mcp_tool_call", Scope: identity.ScopeToolsWrite, Family: "mcp",
 		Description: "Call an upstream MCP tool with arguments matching its inspected input schema; its result comes back as the server sent it, text fenced.",
 		Params:      []tools.Param{name, {Name: "arguments", Type: "object", Description: "The tool's arguments, as its input schema describes."}},
-		Annotations: tools.Annotations{Title: "Call an upstream MCP tool", OpenWorld: &open}, Handler: s.callTool})
+		Annotations: tools.Annotations{Title: "Call an upstream MCP tool", OpenWorld: &open}, Handler: s.callTool, ArgsNote: callNote})
 	reg.Register(tools.Tool{Name: "mcp_manage", Scope: identity.ScopeToolsAdmin, Family: "mcp", Gate: tools.GateMCPManage, ProcessAgent: true,
 		Description: "Manage upstream MCP servers: list, inspect, add, enable, disable, refresh, remove, env_set, env_unset, env_list.",
 		Params:      manageParams(),
@@ -95,6 +95,17 @@ func (s *Service) callTool(ctx context.Context, c tools.Call) (*tools.Result, er
 		r.Content = json.RawMessage(`[]`)
 	}
 	return r, nil
+}
+
+// callNote is what an mcp_tool_call's audit row keeps before the call
+// runs: the server and tool its name names.
+func callNote(args map[string]any) map[string]any {
+	ref, _ := tools.String(args, "name")
+	server, tool, err := ParseName(ref)
+	if err != nil {
+		return nil
+	}
+	return map[string]any{"server": server, "upstream_tool": tool}
 }
 
 // fenceText fences text another party wrote (summaries, descriptions,
