@@ -39,7 +39,7 @@ type harness struct {
 	agentB identity.Agent
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	db := pgtest.New(t)
 	istore := postgres.NewIdentityStore(db)
@@ -73,7 +73,7 @@ func newHarness(t *testing.T) *harness {
 }
 
 // employee is the subject of tenant's agent with settings changed by fn.
-func (h *harness) employee(t *testing.T, tenant identity.Tenant, agent identity.Agent, fn func(*identity.Capabilities)) *tools.Subject {
+func (h *harness) employee(t testing.TB, tenant identity.Tenant, agent identity.Agent, fn func(*identity.Capabilities)) *tools.Subject {
 	t.Helper()
 	a := agent
 	if fn != nil {
@@ -101,7 +101,7 @@ type fixture struct {
 	headers []http.Header
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{release: make(chan struct{})}
 	f.srv = sdk.NewServer(&sdk.Implementation{Name: "fixture", Version: "1"}, nil)
@@ -185,7 +185,7 @@ func (f *fixture) seen(name, value string) bool {
 }
 
 // add registers the fixture as server name of tenant.
-func (h *harness) add(t *testing.T, tenant identity.Tenant, name, url string, mod func(*upstreams.Input)) upstreams.Server {
+func (h *harness) add(t testing.TB, tenant identity.Tenant, name, url string, mod func(*upstreams.Input)) upstreams.Server {
 	t.Helper()
 	in := upstreams.Input{Name: name, Transport: upstreams.StreamableHTTP, URL: url}
 	if mod != nil {
