@@ -91,7 +91,9 @@ func BenchmarkSearch1000(b *testing.B) {
 		s.AddTool(&sdk.Tool{Name: fmt.Sprintf("tool_%04d", i),
 			Description: fmt.Sprintf("Handle the %s and %s of account %d.", words[i%10], words[(i/10)%10], i),
 			InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{}, nil
+			})
 	}
 	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
 	defer srv.Close()
