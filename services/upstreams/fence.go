@@ -44,7 +44,11 @@ func fence(server, tool string, res Result) (Result, []string, error) {
 	if len(flags) > 0 {
 		f = strings.Join(flags, ",")
 	}
-	open := "<" + fenceTag + ` server="` + server + `" tool="` + tool + `" injection_flags="` + f + `">` + "\n"
+	open := "<" + fenceTag + ` server="` + server + `"`
+	if tool != "" {
+		open += ` tool="` + tool + `"`
+	}
+	open += ` injection_flags="` + f + `">` + "\n"
 	for _, b := range blocks {
 		if t, ok := b["text"].(string); ok && b["type"] == "text" {
 			b["text"] = open + escapeClosing(t) + "\n" + closing + ">"
