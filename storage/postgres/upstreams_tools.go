@@ -67,22 +67,36 @@ func (st *UpstreamStore) Catalog(ctx context.Context, tenantID uuid.UUID, server
 	})
 }
 
-// Tool returns one tool with its schemas, and its server.
+// Tool returns one tool with its schemas, and its server, in one round
+// trip (every upstream call reads it): NotFound names the server when the
+// tenant has none of that name, the tool when the server lists none.
 func (st *UpstreamStore) Tool(ctx context.Context, tenantID uuid.UUID, server, tool string) (upstreams.Server, upstreams.Tool, error) {
-	srv, err := st.ServerByName(ctx, tenantID, server)
-	if err != nil {
-		return srv, upstreams.Tool{}, err
-	}
-	t := upstreams.Tool{Server: srv.Name}
+	t := upstreams.Tool{Server: server}
+	var name *string
 	var in, out, ann []byte
-	err = st.db.Pool.QueryRow(ctx, `SELECT name, title, description, input_schema, output_schema, annotations FROM mcp_server_tools
-		WHERE tenant_id = $1 AND server_id = $2 AND name = $3`, tenantID, srv.ID, tool).Scan(&t.Name, &t.Title, &t.Description, &in, &out, &ann)
+	row := st.db.Pool.QueryRow(ctx, `SELECT `+serverCols+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
+		FROM mcp_servers s LEFT JOIN mcp_server_tools t ON t.tenant_id = s.tenant_id AND t.server_id = s.id AND t.name = $3
+		WHERE s.tenant_id = $1 AND s.name = $2`, tenantID, server, tool)
+	var title, desc *string
+	srv, err := scanServer(rowWith{row: row, extra: []any{&name, &title, &desc, &in, &out, &ann}})
 	if err != nil {
-		return srv, t, mapErr(err, "upstream tool "+server+":"+tool)
+		return srv, t, mapErr(err, "upstream server "+server)
 	}
+	if name == nil {
+		return srv, t, fault.New(fault.NotFound, "upstream tool %s:%s not found", server, tool)
+	}
+	t.Name, t.Title, t.Description = *name, *title, *desc
 	t.InputSchema, t.OutputSchema, t.Annotations = in, out, ann
 	return srv, t, nil
 }
+
+// rowWith scans extra columns after the ones its caller scans.
+type rowWith struct {
+	row   pgx.Row
+	extra []any
+}
+
+func (r rowWith) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
 
 const tokenCols = `tenant_id, server_id, member_id, sealed_access, sealed_refresh, expires_at, scope`
 
