@@ -3,6 +3,7 @@ package upstreams
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -128,17 +129,34 @@ func asUnavailable(err error) error {
 func (s *Service) refreshLater(tenantID, id uuid.UUID) {
 	base := s.ctx.Load()
 	if base == nil {
-		return // not started: the next refresh or search-time refresh picks it up
+		return // not started: an operator's refresh picks the change up
+	}
+	// A server that floods list_changed gets one refresh at a time, and
+	// one more after it when it changed again meanwhile.
+	again := &atomic.Bool{}
+	if prev, busy := s.refreshing.LoadOrStore(id, again); busy {
+		prev.(*atomic.Bool).Store(true)
+		return
 	}
 	s.Go(func() {
-		ctx, cancel := context.WithTimeout(*base, maxLimits.Timeout)
-		defer cancel()
-		srv, err := s.cfg.Store.Server(ctx, tenantID, id)
-		if err != nil || !srv.Enabled {
-			return
+		for first := true; first || again.Swap(false); first = false {
+			s.refreshOnce(*base, tenantID, id)
 		}
-		if err := s.refresh(ctx, srv); err != nil {
-			s.cfg.Log.WarnContext(ctx, "refresh after tools/list_changed", "tenant", tenantID, "server", srv.Name, "err", err)
+		s.refreshing.Delete(id)
+		if again.Load() { // a change came between the last check and the delete
+			s.refreshLater(tenantID, id)
 		}
 	})
+}
+
+func (s *Service) refreshOnce(base context.Context, tenantID, id uuid.UUID) {
+	ctx, cancel := context.WithTimeout(base, maxLimits.Timeout)
+	defer cancel()
+	srv, err := s.cfg.Store.Server(ctx, tenantID, id)
+	if err != nil || !srv.Enabled {
+		return
+	}
+	if err := s.refresh(ctx, srv); err != nil {
+		s.cfg.Log.WarnContext(ctx, "refresh after tools/list_changed", "tenant", tenantID, "server", srv.Name, "err", err)
+	}
 }

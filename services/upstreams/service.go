@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -120,6 +121,8 @@ type Service struct {
 	// ctx is the service's context once started (refreshes a server asks
 	// for run in it); nil before Start.
 	ctx atomic.Pointer[context.Context]
+	// refreshing holds the ids of servers whose list_changed refresh runs.
+	refreshing sync.Map
 }
 
 // NewService returns a Service; Start it to reap idle sessions and run
