@@ -66,6 +66,7 @@ func newHarness(t testing.TB) *harness {
 			upstreams.SSE: upstream.NewRemote(guard, "test", nil)},
 		CheckURL:    func(raw string) (string, error) { return egress.CheckURL(raw, dev) },
 		IdleTimeout: time.Minute})
+	h.svc.SetOAuth(upstream.NewOAuth(egress.New(egress.Config{AllowPrivateHosts: dev}), func(raw string) (string, error) { return egress.CheckURL(raw, dev) }))
 	require.NoError(t, h.svc.Start(ctx))
 	t.Cleanup(h.svc.Stop)
 	h.svc.Register(h.reg)

@@ -48,16 +48,18 @@ func (a *app) newUpstreams() *upstreams.Service {
 	a.stores.upstreams = postgres.NewUpstreamStore(a.db)
 	guard := egress.New(egress.Config{AllowPrivateHosts: uc.DevHosts, Timeout: upstreamResponseHeaderTimeout})
 	remote := upstream.NewRemote(guard, version, a.log.With("area", "upstreams"))
+	checkURL := func(raw string) (string, error) { return egress.CheckURL(raw, uc.DevHosts) }
 	svc := upstreams.NewService(upstreams.Config{
 		Store: a.stores.upstreams, Keys: a.cfg.Secrets.Keys, Publisher: a.publisher(), Log: a.log.With("area", "upstreams"),
 		Connectors: map[upstreams.Transport]upstreams.Connector{upstreams.StreamableHTTP: remote, upstreams.SSE: remote},
-		CheckURL:   func(raw string) (string, error) { return egress.CheckURL(raw, uc.DevHosts) },
+		CheckURL:   checkURL,
 		ServerName: func(ctx context.Context, tenantID uuid.UUID) (string, error) {
 			t, err := a.stores.identity.Tenant(ctx, tenantID)
 			return t.Settings.ServerName, err
 		},
 		IdleTimeout: uc.IdleTimeout,
 	})
+	svc.SetOAuth(upstream.NewOAuth(egress.New(egress.Config{AllowPrivateHosts: uc.DevHosts}), checkURL))
 	// Commands that never start it (the CLI's saves and refreshes) still
 	// close the sessions they opened.
 	a.life.Defer(svc.Stop)

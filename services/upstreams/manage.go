@@ -149,12 +149,24 @@ func (s *Service) Remove(ctx context.Context, tenantID uuid.UUID, ref string) (S
 	if err != nil {
 		return Server{}, err
 	}
+	// What revocation needs goes with the server's secrets: read it first.
+	var auth Auth
+	var secret string
+	revoke := s.oauth != nil && old.Auth.Kind != AuthNone
+	if revoke {
+		if auth, secret, err = s.oauthClient(ctx, old); err != nil {
+			s.cfg.Log.WarnContext(ctx, "revoke upstream tokens", "server", old.Name, "err", err)
+			revoke = false
+		}
+	}
 	srv, tokens, err := s.cfg.Store.Delete(ctx, tenantID, old.ID)
 	if err != nil {
 		return Server{}, err
 	}
 	s.changed(srv)
-	s.revokeAll(ctx, srv, tokens)
+	if revoke {
+		s.revokeAll(ctx, srv, auth, secret, tokens)
+	}
 	return srv, nil
 }
 
