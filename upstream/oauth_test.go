@@ -34,7 +34,10 @@ func newOAuthUpstream(t *testing.T, f *fixture) *oauthUpstream {
 	u := &oauthUpstream{live: map[string]bool{}}
 	mcp := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.srv }, nil)
 	mux := http.NewServeMux()
-	js := func(w http.ResponseWriter, v any) { w.Header().Set("Content-Type", "application/json"); _ = json.NewEncoder(w).Encode(v) }
+	js := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, _ *http.Request) {
 		js(w, map[string]any{"resource": u.URL + "/mcp", "authorization_servers": []string{u.URL}})
 	})

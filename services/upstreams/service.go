@@ -120,7 +120,7 @@ type Service struct {
 	guards *guards
 	// ctx is the service's context once started (refreshes a server asks
 	// for run in it); nil before Start.
-	ctx atomic.Pointer[context.Context]
+	ctx   atomic.Pointer[context.Context]
 	oauth OAuthClient // nil: servers that need OAuth are unreachable
 	// refreshing holds the ids of servers whose list_changed refresh runs.
 	refreshing sync.Map
