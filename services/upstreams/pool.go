@@ -117,13 +117,6 @@ func (p *pool) closeAll() {
 	}
 }
 
-// size returns how many sessions are kept.
-func (p *pool) size() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.sessions)
-}
-
 func closeKept(k *kept) {
 	<-k.ready
 	if k.sess != nil {
