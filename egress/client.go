@@ -100,3 +100,11 @@ func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	}}
 	return d.DialContext(ctx, network, addr)
 }
+
+// Streaming returns an HTTP client on c's guarded transport without c's
+// whole-request timeout, for long-lived streams (server-sent events) whose
+// requests the caller bounds with a context. Redirects are refused as by
+// c, and the response header timeout still applies.
+func (c *Client) Streaming() *http.Client {
+	return &http.Client{Transport: c.http.Transport, CheckRedirect: c.http.CheckRedirect}
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/services/upstreams"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/worker"
@@ -57,6 +58,8 @@ type app struct {
 	computer *computer.Service
 	// dbSources are the tenants' database sources and the db_* tools.
 	dbSources *dbsources.Service
+	// upstreams is the tenants' upstream MCP servers and the mcp_* tools.
+	upstreams *upstreams.Service
 	// knowledge is memories, wikis, hand-offs and beliefs.
 	knowledge *knowledge.Service
 	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
@@ -92,6 +95,9 @@ type stores struct {
 	// dbSources holds the tenants' database sources (built by
 	// newDBSources).
 	dbSources *postgres.DBSourceStore
+	// upstreams holds the tenants' upstream MCP servers (built by
+	// newUpstreams).
+	upstreams *postgres.UpstreamStore
 	// audit is the audit trail; its group-commit writers run as a service
 	// (started by the commands that record).
 	audit *postgres.AuditLog
@@ -168,6 +174,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.computer = a.newComputer()
 	a.dbSources = a.newDBSources()
 	a.ids.SetSourceNames(a.dbSources)
+	a.upstreams = a.newUpstreams()
 	a.knowledge = knowledge.NewService(knowledge.Config{Store: postgres.NewKnowledgeStore(a.db), Directory: a.stores.identity,
 		Relations: agents.NewDelegation(a.stores.identity), Runs: a.responsibilities, HandoffMaxBytes: cfg.HandoffMaxBytes})
 	a.rounds.SetNotes(a.knowledge)

@@ -52,6 +52,16 @@ func TestCLIChangesAreAudited(t *testing.T) {
 	require.Contains(t, ok("dbsource", "list", "-tenant", "acme"), "sales")
 	ok("dbsource", "test", "-tenant", "acme", "-name", "sales")
 	ok("dbsource", "remove", "-tenant", "acme", "-name", "sales")
+	up := guardedMCPServer(t, "cli-token")
+	vars["VISOR_MCP_DEV_HOSTS"] = "127.0.0.1"
+	ok("upstream", "add", "-tenant", "acme", "-name", "guarded", "-url", up.URL+"/mcp")
+	ok("upstream", "secret-set", "-tenant", "acme", "-name", "guarded", "-variable", "Authorization", "-secret-value", "Bearer cli-token")
+	ok("upstream", "update", "-tenant", "acme", "-name", "guarded", "-max-concurrent", "2")
+	ok("upstream", "refresh", "-tenant", "acme", "-name", "guarded")
+	ok("upstream", "disable", "-tenant", "acme", "-name", "guarded")
+	ok("upstream", "enable", "-tenant", "acme", "-name", "guarded")
+	ok("upstream", "secret-unset", "-tenant", "acme", "-name", "guarded", "-variable", "Authorization")
+	ok("upstream", "remove", "-tenant", "acme", "-name", "guarded")
 	require.Error(t, runCmd(t, vars, "memory", "forget-source", "-tenant", "acme", "-source", "round:"+uuid.NewString()).err, "no such source")
 
 	db, err := postgres.Open(context.Background(), url)
@@ -67,7 +77,7 @@ func TestCLIChangesAreAudited(t *testing.T) {
 		seen[r.Action] = append(seen[r.Action], r)
 		require.Equal(t, "operator_action", r.Event)
 		require.True(t, strings.HasPrefix(r.PrincipalID, "operator:system/cli:"), r.PrincipalID)
-		for _, s := range []string{pw, generated, token, tenantDB.Reader.Password} {
+		for _, s := range []string{pw, generated, token, tenantDB.Reader.Password, "cli-token"} {
 			require.NotContains(t, r.Change+r.Message+r.Object, s, "a secret reached the audit trail")
 		}
 	}

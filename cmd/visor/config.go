@@ -39,6 +39,10 @@ type Config struct {
 	Secrets           SecretsConfig  // VISOR_SECRET_KEYS, VISOR_DB_ALLOWED_NETWORKS (see dbsources.go)
 	HandoffMaxBytes   int            // VISOR_HANDOFF_MAX_BYTES: cap of one working_state_handoff, bytes of UTF-8
 	Scale             ScaleConfig    // stream, connection, pool and queue limits (see scale.go)
+
+	// Upstreams is VISOR_MCP_DEV_HOSTS and VISOR_MCP_UPSTREAM_IDLE (see
+	// upstreams.go).
+	Upstreams UpstreamsConfig
 	// dbPool, when set, is the Postgres pool's size (the worker's).
 	dbPool int32
 }
@@ -89,6 +93,8 @@ var envVars = []envVar{
 	{"VISOR_COMPUTER_DEV_TRUST_SPKI", "", "development only: comma-separated base64 SHA-256 public-key hashes of certificates the session browser accepts unverified (local test sites)"},
 	{"VISOR_SECRET_KEYS", "", "key-encryption keys sealing stored secrets (database passwords): comma-separated id:base64-32-bytes, the first encrypts, all decrypt; rotation in docs/secrets.md"},
 	{"VISOR_DB_ALLOWED_NETWORKS", "", "comma-separated CIDRs and host names of private networks database sources may reach; other private, loopback and link-local addresses are refused"},
+	{"VISOR_MCP_DEV_HOSTS", "", "development only: comma-separated hosts whose upstream MCP servers may use http and private or loopback addresses"},
+	{"VISOR_MCP_UPSTREAM_IDLE", "5m", "how long a replica keeps an unused session with an upstream MCP server open"},
 	{"VISOR_HANDOFF_MAX_BYTES", "16384", "cap of one working_state_handoff, in bytes of UTF-8 (1024-1048576); a larger hand-off is refused whole, never truncated"},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP collector, e.g. http://localhost:4318; empty disables tracing export"},
 }
@@ -194,6 +200,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Sandbox = loadSandboxConfig(get, bad)
 	c.Secrets = loadSecretsConfig(get, bad)
 	c.Scale = loadScaleConfig(get, bad)
+	c.Upstreams = loadUpstreamsConfig(get, bad)
 	return c, errors.Join(errs...)
 }
 

@@ -61,7 +61,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		serveCommand(), workerCommand(), migrateCommand(), devCommand(),
-		tenantCommand(), memberCommand(), agentCommand(), keyCommand(), dbsourceCommand(), secretsCommand(), memoryCommand(),
+		tenantCommand(), memberCommand(), agentCommand(), keyCommand(), dbsourceCommand(), upstreamCommand(), secretsCommand(), memoryCommand(),
 		healthcheckCommand(), versionCommand(), docsCommand(),
 	}
 }

@@ -33,6 +33,7 @@ func (a *app) families() []catalog.Family {
 		a.sandboxTools(),
 		a.dbSources,
 		a.knowledge,
+		a.upstreams,
 	}
 }
 
@@ -50,6 +51,10 @@ func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Res
 	a.local.hear(forget)
 	hub, err := a.startLive(ctx, s, tools.VisibleFunc(reg, subjects), forget)
 	if err != nil {
+		return err
+	}
+	// The upstream servers' kept sessions close with the endpoint.
+	if err := a.start(ctx, a.upstreams); err != nil {
 		return err
 	}
 	ep := mcp.New(reg, subjects, a.stores.audit, hub, mcp.Options{

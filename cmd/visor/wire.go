@@ -63,6 +63,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, baseURL string, extra ...api.Res
 	adm.Add(api.NewBoard(a.board), api.NewRuntime(a.rounds))
 	adm.Add(api.NewResponsibilities(a.responsibilities), api.NewQuestions(a.responsibilities))
 	adm.Add(api.NewDBSources(a.dbSources))
+	adm.Add(api.NewUpstreams(a.upstreams))
 	adm.Add(api.NewKnowledge(a.knowledge))
 	adm.Add(extra...)
 	return adm

@@ -38,6 +38,9 @@ func (p *Pipeline) decide(ctx context.Context, who identity.Principal, name stri
 	args, argErr := tools.DecodeArgs(raw)
 	e.ArgsDigest = p.reg.Digest(tool, args)
 	e.Change = p.reg.AuditNote(tool, who.TenantID.String(), args)
+	if note := p.reg.Target(tool).ArgsNote; note != nil && args != nil {
+		e.Change = tools.MergeNote(e.Change, note(args))
+	}
 	if d := p.reg.Decide(sub, tool, args); !d.Allowed {
 		refuse(e, a, d)
 		return nil
@@ -74,6 +77,10 @@ func (p *Pipeline) run(ctx context.Context, c *allowed, e *audit.Entry, a *Answe
 	var refusal *tools.RefusalError
 	switch {
 	case errors.As(err, &refusal):
+		var noted *tools.NotedError
+		if errors.As(err, &noted) {
+			e.Change = tools.MergeNote(e.Change, noted.Note)
+		}
 		refuse(e, a, refusal.Decision)
 	case err != nil && fault.CodeOf(err) == fault.Internal:
 		p.log.ErrorContext(ctx, "tool failed", "tool", c.call.Name, "err", err)
@@ -91,6 +98,9 @@ func (p *Pipeline) run(ctx context.Context, c *allowed, e *audit.Entry, a *Answe
 		toolError(e, a, err)
 	default:
 		e.Outcome = audit.OutcomeOK
+		if out.IsError {
+			e.Outcome, e.Message = audit.OutcomeToolError, "the tool answered isError"
+		}
 		if out.Event != "" {
 			e.Event = out.Event
 		}

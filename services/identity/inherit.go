@@ -53,7 +53,8 @@ func (s AgentSettings) Restrict(child AgentSettings) (AgentSettings, error) {
 	}
 	for _, f := range []struct{ mine, theirs *bool }{{&c.OSNative, &own.OSNative}, {&c.Recording, &own.Recording},
 		{&c.SystemOperator, &own.SystemOperator}, {&c.Codrive, &own.Codrive}, {&c.ComputerUse, &own.ComputerUse},
-		{&c.ComputerUseConfig.Workspace, &own.ComputerUseConfig.Workspace}, {&child.Fork.Enabled, &s.Fork.Enabled}} {
+		{&c.ComputerUseConfig.Workspace, &own.ComputerUseConfig.Workspace}, {&child.Fork.Enabled, &s.Fork.Enabled},
+		{&c.MCPManage, &own.MCPManage}} {
 		*f.mine = *f.mine && *f.theirs
 	}
 	c.DBSources = both(c.DBSources, own.DBSources)

@@ -93,6 +93,9 @@ type Capabilities struct {
 	ComputerUse       bool              `json:"computer_use"`
 	ComputerUseConfig ComputerUseConfig `json:"computer_use_config"`
 	DBSources         []string          `json:"db_sources,omitempty"`
+	// MCPManage lets the agent manage the tenant's upstream MCP servers
+	// (mcp_manage).
+	MCPManage bool `json:"mcp_manage,omitempty"`
 	// ScopedTools stay hidden until a live grant names them for this agent.
 	ScopedTools []string `json:"scoped_tools,omitempty"`
 }

@@ -113,3 +113,22 @@ func normalize(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// ScanAll runs the rules over all of text, in windows of MaxScan that
+// overlap by a little, so a long text is scanned to its end; it returns
+// each matched rule once, in the order first met.
+func ScanAll(text string) []Rule {
+	flags := []Rule{}
+	const overlap = 512
+	for start := 0; ; start += MaxScan - overlap {
+		end := min(start+MaxScan, len(text))
+		for _, r := range Scan(text[start:end]) {
+			if !slices.Contains(flags, r) {
+				flags = append(flags, r)
+			}
+		}
+		if end == len(text) {
+			return flags
+		}
+	}
+}

@@ -16,8 +16,14 @@ const DefaultServerName = "visor"
 //   - "mcp__<server>__" in front is stripped when <server> is Visor's name,
 //     so "mcp__visor__*" names every Visor tool and "mcp__visor__odoo_*" the
 //     odoo_ ones; "mcp__<other>__…" never names a Visor tool;
-//   - a "*" anywhere else is a literal character.
+//   - a "*" anywhere else is a literal character;
+//   - an upstream tool (tool is mcp__<server>__<name>) is named only by an
+//     entry that begins with "mcp__" (exactly, or by a trailing "*") and
+//     by "*" alone.
 func Match(entry, tool, server string) bool {
+	if strings.HasPrefix(tool, UpstreamPrefix) {
+		return matchUpstream(entry, tool)
+	}
 	if server == "" {
 		server = DefaultServerName
 	}
@@ -42,4 +48,18 @@ func matchAny(list []string, server string, names ...string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// matchUpstream is Match for an upstream tool's full name.
+func matchUpstream(entry, full string) bool {
+	if entry == "*" {
+		return true
+	}
+	if !strings.HasPrefix(entry, UpstreamPrefix) {
+		return false
+	}
+	if prefix, ok := strings.CutSuffix(entry, "*"); ok {
+		return strings.HasPrefix(full, prefix)
+	}
+	return entry == full
 }

@@ -80,6 +80,11 @@ type Tool struct {
 	// StringScalars lets integer and boolean parameters also arrive as
 	// strings ("12", "true"/"false"); CheckArgs converts them.
 	StringScalars bool
+	// ArgsNote, when set, returns facts the call's audit row keeps from its
+	// arguments before the tool runs (what a call is about, such as the
+	// upstream server and tool it names; never a value a caller typed as
+	// data), so the row says them even when the tool never runs.
+	ArgsNote func(args map[string]any) map[string]any
 }
 
 // Call is one invocation of a tool, after the policy allowed it.
@@ -122,6 +127,13 @@ type Result struct {
 	// summary): facts about the call such as a row count or a duration,
 	// never the data the call returned.
 	Note map[string]any
+	// Content, when set, is the answer's whole MCP content array, passed
+	// through as another server sent it (text, images, audio, resource
+	// links); Text and Images are then not sent.
+	Content json.RawMessage
+	// IsError marks an answer in which the tool reports its own failure
+	// (an upstream server's isError); the audit row records a tool error.
+	IsError bool
 }
 
 // Image is one image content block.

@@ -104,6 +104,7 @@ var tagDescriptions = map[string]string{
 	"members":          "People who sign in to the dashboard, with a role each.",
 	"agents":           "AI employees, their settings, and names reserved by removed ones.",
 	"db-sources":       "A tenant's databases that AI employees read with the db_* tools; passwords are write-only.",
+	"mcp-servers":      "A tenant's upstream MCP servers, reached through the mcp_tool_* entry points; secrets are write-only.",
 	"keys":             "API keys of operators and AI employees, and round tokens.",
 	"oauth":            "OAuth clients registered with the tenant, and members' consents.",
 	"grants":           "Capability requests of AI employees and the scoped grants that answer them.",
@@ -179,6 +180,9 @@ var pathParams = map[string]map[string]any{
 	"responsibility": {"description": "The responsibility's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"question":       {"description": "The question's id (a wake-up of kind question).", "schema": map[string]any{"type": "string", "format": "uuid"}},
 	"source":         {"description": "The database source: its id or its name.", "schema": map[string]any{"type": "string"}},
+	"server":         {"description": "The upstream MCP server: its id or its name.", "schema": map[string]any{"type": "string"}},
+	"secret_kind":    {"description": "What the secret is: header (a remote server's) or env (a stdio server's).", "schema": map[string]any{"type": "string", "enum": []string{"header", "env"}}},
+	"secret":         {"description": "The secret's name (the header or environment variable).", "schema": map[string]any{"type": "string"}},
 }
 
 // UndocumentedPathParams lists the path parameters of ops that pathParams

@@ -61,7 +61,13 @@ func (h *Handler) invoke(ctx context.Context, p identity.Principal, name string,
 
 // resultOf is a successful tool's answer as a tools/call result.
 func resultOf(out *tools.Result) *sdk.CallToolResult {
-	res := &sdk.CallToolResult{}
+	res := &sdk.CallToolResult{IsError: out.IsError}
+	if len(out.Content) > 0 && passThrough(res, out.Content) {
+		if out.Structured != nil {
+			res.StructuredContent = out.Structured
+		}
+		return res
+	}
 	for _, img := range out.Images {
 		res.Content = append(res.Content, &sdk.ImageContent{MIMEType: img.MIMEType, Data: img.Data})
 	}
@@ -70,6 +76,17 @@ func resultOf(out *tools.Result) *sdk.CallToolResult {
 		res.StructuredContent = out.Structured
 	}
 	return res
+}
+
+// passThrough sets res's content from content, another server's MCP
+// content array, and reports whether it could be read.
+func passThrough(res *sdk.CallToolResult, content json.RawMessage) bool {
+	var wire sdk.CallToolResult
+	if err := json.Unmarshal(append(append([]byte(`{"content":`), content...), '}'), &wire); err != nil {
+		return false
+	}
+	res.Content = wire.Content
+	return true
 }
 
 // progressOf returns what sends the caller progress notifications for

@@ -25,6 +25,7 @@ import (
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/knowledge"
 	"github.com/visorhq/visor/services/sandbox"
+	"github.com/visorhq/visor/services/upstreams"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
 
@@ -59,7 +60,7 @@ func TestTypeScriptSDKOAuth(t *testing.T) {
 	r := startReplica(t, "A", w.dbURL, privateRedis(t).URL())
 	var every []string
 	for _, tl := range catalog.New((*agents.Service)(nil), (*grants.Service)(nil), (*board.Service)(nil), (*sandbox.Tools)(nil),
-		(*knowledge.Service)(nil), (*dbsources.Service)(nil)).ClientTools(w.acme, identity.ToolScopes) {
+		(*knowledge.Service)(nil), (*dbsources.Service)(nil), (*upstreams.Service)(nil)).ClientTools(w.acme, identity.ToolScopes) {
 		every = append(every, tl.Name)
 	}
 

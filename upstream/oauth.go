@@ -1,0 +1,215 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/visorhq/visor/egress"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/upstreams"
+)
+
+// OAuth is Visor as an OAuth client of upstream servers: metadata
+// discovery (RFC 9728, RFC 8414), the client credentials grant with a
+// resource indicator (RFC 8707), and revocation (RFC 7009). Every request
+// goes through the outbound guard, and every URL a metadata document
+// names is checked as a saved URL is. It implements upstreams.OAuthClient.
+type OAuth struct {
+	http     *egress.Client
+	checkURL func(raw string) (string, error)
+}
+
+var _ upstreams.OAuthClient = (*OAuth)(nil)
+
+// NewOAuth returns an OAuth client on guard; checkURL is the outbound
+// guard's save-time check (egress.CheckURL with the dev hosts).
+func NewOAuth(guard *egress.Client, checkURL func(raw string) (string, error)) *OAuth {
+	return &OAuth{http: guard, checkURL: checkURL}
+}
+
+// wellKnown returns base's origin with /.well-known/<name> inserted
+// before its path (RFC 8414 §3, RFC 9728 §3).
+func wellKnown(base, name string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	return u.Scheme + "://" + u.Host + "/.well-known/" + name + path, nil
+}
+
+// Discover reads the server's protected-resource metadata and its first
+// authorization server's metadata.
+func (o *OAuth) Discover(ctx context.Context, serverURL string, a upstreams.Auth) (upstreams.Auth, error) {
+	var prm struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := o.getFirst(ctx, &prm, serverURL, "oauth-protected-resource"); err != nil {
+		return a, err
+	}
+	if len(prm.AuthorizationServers) == 0 {
+		return a, fault.New(fault.Unavailable, "the server's protected-resource metadata names no authorization server")
+	}
+	issuer, err := o.checkURL(prm.AuthorizationServers[0])
+	if err != nil {
+		return a, fault.Newf(fault.Unavailable, err, "the authorization server %s: %s", prm.AuthorizationServers[0], fault.Message(err))
+	}
+	var meta struct {
+		Issuer                string `json:"issuer"`
+		AuthorizationEndpoint string `json:"authorization_endpoint"`
+		TokenEndpoint         string `json:"token_endpoint"`
+		RevocationEndpoint    string `json:"revocation_endpoint"`
+	}
+	if err := o.getFirst(ctx, &meta, issuer, "oauth-authorization-server", "openid-configuration"); err != nil {
+		return a, err
+	}
+	if strings.TrimSuffix(meta.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+		return a, fault.New(fault.Unavailable, "the authorization server's metadata names issuer %q, not %q", meta.Issuer, issuer)
+	}
+	for _, e := range []*string{&meta.AuthorizationEndpoint, &meta.TokenEndpoint, &meta.RevocationEndpoint} {
+		if *e == "" {
+			continue
+		}
+		if *e, err = o.checkURL(*e); err != nil {
+			return a, fault.Newf(fault.Unavailable, err, "the authorization server's metadata: %s", fault.Message(err))
+		}
+	}
+	if meta.TokenEndpoint == "" {
+		return a, fault.New(fault.Unavailable, "the authorization server's metadata has no token_endpoint")
+	}
+	a.Issuer, a.AuthorizationEndpoint, a.TokenEndpoint, a.RevocationEndpoint = meta.Issuer, meta.AuthorizationEndpoint, meta.TokenEndpoint, meta.RevocationEndpoint
+	if a.Resource == "" {
+		a.Resource = serverURL
+	}
+	if prm.Resource != "" {
+		a.Resource = prm.Resource
+	}
+	return a, nil
+}
+
+// getFirst reads the first of the well-known documents of base that
+// answers 200 into v.
+func (o *OAuth) getFirst(ctx context.Context, v any, base string, names ...string) error {
+	var last error
+	for _, name := range names {
+		for _, u := range candidates(base, name) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Accept", "application/json")
+			res, err := o.http.Do(req)
+			if err != nil {
+				last = err
+				continue
+			}
+			body, err := o.http.ReadBody(res)
+			_ = res.Body.Close()
+			if err == nil && res.StatusCode == http.StatusOK {
+				if err := json.Unmarshal(body, v); err != nil {
+					return fault.New(fault.Unavailable, "%s is not JSON metadata", u)
+				}
+				return nil
+			}
+			last = fmt.Errorf("%s answered %d", u, res.StatusCode)
+		}
+	}
+	return fault.Newf(fault.Unavailable, last, "no %s metadata: %v", names[0], last)
+}
+
+// candidates are the path-inserted well-known URL and the root one.
+func candidates(base, name string) []string {
+	first, err := wellKnown(base, name)
+	if err != nil {
+		return nil
+	}
+	u, _ := url.Parse(base)
+	root := u.Scheme + "://" + u.Host + "/.well-known/" + name
+	if first == root {
+		return []string{root}
+	}
+	return []string{first, root}
+}
+
+// ClientCredentials asks for a token with the client credentials grant.
+func (o *OAuth) ClientCredentials(ctx context.Context, a upstreams.Auth, secret string) (upstreams.TokenSet, error) {
+	form := url.Values{"grant_type": {"client_credentials"}}
+	if a.Resource != "" {
+		form.Set("resource", a.Resource)
+	}
+	if len(a.Scopes) > 0 {
+		form.Set("scope", strings.Join(a.Scopes, " "))
+	}
+	var answer struct {
+		AccessToken  string `json:"access_token"`
+		TokenType    string `json:"token_type"`
+		ExpiresIn    int64  `json:"expires_in"`
+		RefreshToken string `json:"refresh_token"`
+		Scope        string `json:"scope"`
+	}
+	if err := o.post(ctx, a.TokenEndpoint, a.ClientID, secret, form, &answer); err != nil {
+		return upstreams.TokenSet{}, err
+	}
+	if answer.AccessToken == "" || !strings.EqualFold(answer.TokenType, "bearer") {
+		return upstreams.TokenSet{}, fault.New(fault.Unavailable, "the token endpoint answered no bearer token")
+	}
+	set := upstreams.TokenSet{AccessToken: answer.AccessToken, RefreshToken: answer.RefreshToken, Scope: answer.Scope}
+	if answer.ExpiresIn > 0 {
+		set.ExpiresAt = time.Now().Add(time.Duration(answer.ExpiresIn) * time.Second)
+	}
+	return set, nil
+}
+
+// Revoke revokes a token; without a revocation endpoint it does nothing.
+func (o *OAuth) Revoke(ctx context.Context, a upstreams.Auth, secret, token string) error {
+	if a.RevocationEndpoint == "" {
+		return nil
+	}
+	return o.post(ctx, a.RevocationEndpoint, a.ClientID, secret, url.Values{"token": {token}}, nil)
+}
+
+// post sends form to endpoint with HTTP Basic client authentication
+// (RFC 6749 §2.3.1) and reads a JSON answer into v (nil: none needed).
+func (o *OAuth) post(ctx context.Context, endpoint, clientID, secret string, form url.Values, v any) error {
+	if secret == "" {
+		form.Set("client_id", clientID) // a public client names itself
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if secret != "" {
+		req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(secret))
+	}
+	res, err := o.http.Do(req)
+	if err != nil {
+		return fault.Newf(fault.Unavailable, err, "%s: %v", endpoint, err)
+	}
+	defer res.Body.Close()
+	body, err := o.http.ReadBody(res)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return fault.New(fault.Unavailable, "%s answered %d %s", endpoint, res.StatusCode, e.Error)
+	}
+	if v == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fault.New(fault.Unavailable, "%s answered no JSON", endpoint)
+	}
+	return nil
+}
