@@ -141,9 +141,6 @@ func NewService(cfg Config) *Service {
 	return &Service{cfg: cfg, pool: newPool(), guards: newGuards()}
 }
 
-// Store returns the store, for read paths.
-func (s *Service) Store() Store { return s.cfg.Store }
-
 // Start reaps idle sessions until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	rctx, err := s.Begin(ctx)
