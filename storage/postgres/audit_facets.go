@@ -61,7 +61,12 @@ func (l *AuditLog) Facets(ctx context.Context, tenantID uuid.UUID, f audit.Filte
 			return audit.Facets{}, err
 		}
 		// GROUPING's bits, first argument highest: 1 marks a column
-		// left out of the group.
+		// left out of the group. An operator action has no tool: no
+		// facet counts the empty value.
+		switch {
+		case g != 0b111 && outcome+tool+event == "":
+			continue
+		}
 		switch g {
 		case 0b111:
 			out.Total = n
