@@ -104,7 +104,11 @@ func (c *Catalog) T(l Lang, key string, args ...any) string {
 	if len(args) == 0 {
 		return m
 	}
-	return fmt.Sprintf(plurals(m, args), args...)
+	m = plurals(m, args)
+	if !strings.Contains(m, "%") { // a count chose the words only
+		return m
+	}
+	return fmt.Sprintf(m, args...)
 }
 
 // pluralRE matches a plural choice, {n:one|other}: the first form when

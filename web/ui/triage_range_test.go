@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/audit"
+	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/web/ui"
 )
@@ -148,4 +149,33 @@ func TestPluralsInBothLanguages(t *testing.T) {
 			require.NotRegexp(t, `\w\(s\)`, m, "%s %s: choose the plural with {n:one|other}", l, k)
 		}
 	}
+}
+
+// TestTheOverviewCountsFailingComputerSessions: sessions that could not
+// start or lost their worker count on the overview, today's against the
+// day before's; one stopped by choice does not.
+func TestTheOverviewCountsFailingComputerSessions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, name := range []string{"ada", "bob", "cy"} {
+		s := e.liveSession(e.a.ID, e.agent(name))
+		state, reason := computer.SessionLost, computer.EndWorkerLost
+		if name == "cy" {
+			state, reason = computer.SessionStopped, computer.EndByEmployee
+		}
+		_, err := e.cu.EndSession(ctx, e.a.ID, s.ID, state, reason)
+		require.NoError(t, err)
+	}
+	gil, err := e.ids.CreateAgent(ctx, e.b.ID, identity.NewAgent{Name: "gil"})
+	require.NoError(t, err)
+	theirs := e.liveSession(e.b.ID, gil)
+	_, err = e.cu.EndSession(ctx, e.b.ID, theirs.ID, computer.SessionLost, computer.EndWorkerLost)
+	require.NoError(t, err)
+	b := e.browser()
+	e.signIn(b, identity.RoleViewer)
+	p := b.get("/t/acme/dashboard/overview").body
+	require.Contains(t, p, `<strong>2</strong> computer sessions that failed (24 h)`, "ada's and bob's, not cy's nor another tenant's")
+	require.Contains(t, p, `the day before: 0`)
+	require.Contains(t, b.get("/t/acme/dashboard/overview", "Accept-Language", "ja").body, "<strong>2</strong> 失敗したコンピューター操作セッション")
 }

@@ -35,7 +35,7 @@ func TestTheOverviewIsTriage(t *testing.T) {
 	e.signIn(b, identity.RoleOwner)
 	p := b.get("/t/acme/dashboard/overview").body
 	require.Contains(t, p, `<strong>2</strong> requests waiting for a decision`)
-	require.Contains(t, p, `<strong>1</strong> blocked tasks`)
+	require.Contains(t, p, `<strong>1</strong> blocked task<`, "one, in the singular")
 	require.Contains(t, p, `<strong>3</strong> refusals in the last hour`)
 	require.Contains(t, p, `the hour before: 1`)
 	require.Contains(t, p, `<span class="group">Needs attention</span>`)
