@@ -327,8 +327,8 @@ func TestDashboardInABrowser(t *testing.T) {
 	callTool(t, r, w.adaKey, "agent_status", map[string]any{})
 	require.NoError(t, chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#tail-rows tr`))))
 	require.Contains(t, textOf(t, tab, "#tail-rows"), "agent_status")
-	require.Equal(t, "7 7", evalString(t, tab, `document.querySelectorAll("#tail-rows tr:first-child td").length + " " + document.querySelectorAll("#audit-rows tbody tr:first-child td").length`),
-		"the tail's rows are the table's")
+	require.Equal(t, "7 7", evalString(t, tab, `document.querySelectorAll("#tail-rows tr:first-child td").length + " " + document.querySelectorAll("#tail-table thead th").length`),
+		"the tail's rows have the table's seven columns")
 	require.Contains(t, textOf(t, tab, "#tail-rows tr:first-child td:nth-child(2)"), "ada", "by name")
 	// A click on a facet filters by it, and the counts follow.
 	require.NoError(t, chromedp.Do(tab,
