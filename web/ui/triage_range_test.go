@@ -176,7 +176,7 @@ func TestTheOverviewCountsFailingComputerSessions(t *testing.T) {
 	b := e.browser()
 	e.signIn(b, identity.RoleViewer)
 	p := b.get("/t/acme/dashboard/overview").body
-	require.Contains(t, p, `<strong>2</strong> computer sessions that failed (24 h)`, "ada's and bob's, not cy's nor another tenant's")
+	require.Contains(t, p, `<strong>2</strong> <span class="label">computer sessions that failed (24 h)`, "ada's and bob's, not cy's nor another tenant's")
 	require.Contains(t, p, `the day before: 0`)
-	require.Contains(t, b.get("/t/acme/dashboard/overview", "Accept-Language", "ja").body, "<strong>2</strong> 失敗したコンピューター操作セッション")
+	require.Contains(t, b.get("/t/acme/dashboard/overview", "Accept-Language", "ja").body, `<strong>2</strong> <span class="label">失敗したコンピューター操作セッション`)
 }

@@ -384,7 +384,7 @@ func TestDashboardInABrowser(t *testing.T) {
 // buttons, tabs and cell links of the page whose text (at most 24
 // characters: a status word, a time) takes more than one line; text
 // moved off the screen for screen readers (class skip) is not shown.
-const wrappedShortWords = `[...document.querySelectorAll("th, td.nowrap, .nowrap, .badge, .tabs a, main button, td > a, summary")]
+const wrappedShortWords = `[...document.querySelectorAll("th, td.nowrap, .nowrap, .badge, .tabs a, main button, td > a, summary, ul.triage .label")]
 	.filter(e => e.offsetParent !== null && e.textContent.trim().length > 0 && e.textContent.trim().length <= 24)
 	.filter(e => { const r = document.createRange(); r.selectNodeContents(e);
 		const tops = new Set([...r.getClientRects()].filter(x => x.width > 0 && x.right > 0).map(x => Math.round(x.top)));
