@@ -7,7 +7,9 @@
 package audit
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,6 +109,23 @@ type Filter struct {
 // Store reads audit rows of one tenant, newest first.
 type Store interface {
 	List(ctx context.Context, tenantID uuid.UUID, f Filter) ([]Entry, error)
+	// Facets counts every row matching f (its Before and Limit aside),
+	// however many: by outcome, tool and event type, and in all.
+	Facets(ctx context.Context, tenantID uuid.UUID, f Filter) (Facets, error)
+}
+
+// Facets counts the rows matching a filter by the value of a column.
+type Facets struct {
+	Total int64
+	// Counts holds, per column ("outcome", "tool", "event_type"), each
+	// value's count; values with none are left out.
+	Counts []FacetCount
+}
+
+// FacetCount is how many rows hold Value in column Name.
+type FacetCount struct {
+	Name, Value string
+	Count       int64
 }
 
 // Memory keeps rows in memory, for tests.
@@ -136,4 +155,11 @@ func (m *Memory) Entries() []Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]Entry(nil), m.entries...)
+}
+
+// SortFacets orders counts most first, then by column and value.
+func SortFacets(cs []FacetCount) {
+	slices.SortFunc(cs, func(a, b FacetCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Value, b.Value))
+	})
 }

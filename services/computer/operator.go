@@ -36,3 +36,14 @@ func (s *Service) StopForOperator(ctx context.Context, tenantID, agentID, id uui
 	_, err := s.stop(ctx, caller{tenant: tenantID, agent: agentID}, id.String(), EndByOperator)
 	return err
 }
+
+// Failed reports whether the session ended by a fault rather than by
+// anyone's choice or its limits: it could not start, or its worker was
+// lost or fell silent.
+func (s Session) Failed() bool {
+	switch s.EndReason {
+	case EndStartFailed, EndWorkerLost, EndWorkerSilent:
+		return true
+	}
+	return s.State == SessionLost
+}

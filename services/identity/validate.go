@@ -32,6 +32,15 @@ func ValidateAgentSettings(s AgentSettings) error {
 	return nil
 }
 
+// CheckTimeZone refuses, with fault.Invalid, a name that is not an IANA
+// time zone name (at most 64 bytes; "Local", the server's, is refused).
+func CheckTimeZone(name string) error {
+	if _, err := time.LoadLocation(name); err != nil || name == "" || len(name) > 64 || name == "Local" {
+		return fault.New(fault.Invalid, "time_zone must be an IANA time zone name such as Europe/Paris")
+	}
+	return nil
+}
+
 // ValidateTenantSettings checks the sizes of every list in s.
 func ValidateTenantSettings(s TenantSettings) error {
 	if len(s.ServerName) > 64 {
@@ -44,8 +53,8 @@ func ValidateTenantSettings(s TenantSettings) error {
 		return fault.New(fault.Invalid, "delegation.pairs holds at most %d pairs", maxListEntries)
 	}
 	if s.TimeZone != "" {
-		if _, err := time.LoadLocation(s.TimeZone); err != nil || len(s.TimeZone) > 64 || s.TimeZone == "Local" {
-			return fault.New(fault.Invalid, "time_zone must be an IANA time zone name such as Europe/Paris")
+		if err := CheckTimeZone(s.TimeZone); err != nil {
+			return err
 		}
 	}
 	if len(s.SandboxImage) > 255 || strings.ContainsFunc(s.SandboxImage, func(r rune) bool { return r <= ' ' || r > '~' }) {

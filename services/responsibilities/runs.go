@@ -92,6 +92,9 @@ type RunStore interface {
 	Runs(ctx context.Context, tenantID, responsibilityID uuid.UUID, after *RunPosition, limit int) ([]Run, error)
 	// Skips lists a responsibility's skips, newest first.
 	Skips(ctx context.Context, tenantID, responsibilityID uuid.UUID, after *RunPosition, limit int) ([]Skip, error)
+	// AgentSpend sums the cost reported by the runs of agentID's
+	// responsibilities opened in [from, to), in cents.
+	AgentSpend(ctx context.Context, tenantID, agentID uuid.UUID, from, to time.Time) (int64, error)
 	// RunTaskOf returns the task of the run of one of agentID's
 	// responsibilities (any employee's when agentID is uuid.Nil) that task
 	// is, or is under; false when none.
@@ -267,4 +270,11 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n])
+}
+
+// Spend is what the runs of agentID's responsibilities opened in
+// [from, to) reported spending, in cents: what counts against the
+// employee's budget.
+func (s *Service) Spend(ctx context.Context, tenantID, agentID uuid.UUID, from, to time.Time) (int64, error) {
+	return s.store.AgentSpend(ctx, tenantID, agentID, from, to)
 }

@@ -114,6 +114,16 @@ func (s *ResponsibilityStore) ReportSpend(ctx context.Context, tenantID, runID u
 	return r, mapErr(err, "run")
 }
 
+// AgentSpend sums the reported cost of the runs of agentID's
+// responsibilities opened in [from, to).
+func (s *ResponsibilityStore) AgentSpend(ctx context.Context, tenantID, agentID uuid.UUID, from, to time.Time) (int64, error) {
+	var cents int64
+	err := s.db.Pool.QueryRow(ctx, `SELECT coalesce(sum(r.cost_cents), 0)::bigint FROM responsibility_runs r
+		JOIN responsibilities p ON p.tenant_id = r.tenant_id AND p.id = r.responsibility_id
+		WHERE r.tenant_id = $1 AND p.agent_id = $2 AND r.opened_at >= $3 AND r.opened_at < $4`, tenantID, agentID, from, to).Scan(&cents)
+	return cents, mapErr(err, "spend")
+}
+
 // Runs lists a responsibility's runs newest first.
 func (s *ResponsibilityStore) Runs(ctx context.Context, tenantID, id uuid.UUID, after *responsibilities.RunPosition, limit int) ([]responsibilities.Run, error) {
 	t, aid := afterOf(after)

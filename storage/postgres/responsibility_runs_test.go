@@ -29,6 +29,21 @@ func init() {
 		require.NoError(t, err)
 		require.Zero(t, u.SpendCents, "ReportSpend added to tenant A's run")
 	}
+	respIsolation["AgentSpend"] = func(t *testing.T, f respFixture, a respRows) {
+		ctx := context.Background()
+		_, err := f.rs.ReportSpend(ctx, f.a.ID, a.run.ID, 250)
+		require.NoError(t, err)
+		from, to := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+		cents, err := f.rs.AgentSpend(ctx, f.a.ID, f.agentA.ID, from, to)
+		require.NoError(t, err)
+		require.EqualValues(t, 250, cents, "tenant A's employee's spend")
+		cents, err = f.rs.AgentSpend(ctx, f.a.ID, f.agentA.ID, to, to.Add(time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, cents, "a run opened before the range")
+		cents, err = f.rs.AgentSpend(ctx, f.b.ID, f.agentA.ID, from, to)
+		require.NoError(t, err)
+		require.Zero(t, cents, "AgentSpend summed tenant A's runs from tenant B")
+	}
 	respIsolation["Runs"] = func(t *testing.T, f respFixture, a respRows) {
 		rs, err := f.rs.Runs(context.Background(), f.b.ID, a.resp.ID, nil, 100)
 		require.NoError(t, err)

@@ -169,6 +169,10 @@ type agentData struct {
 	Changed    bool // the settings changed since the editor's version
 	EditError  string
 	EditDetail string // the service's English message behind EditError
+	// Edited is Settings read back, for the controls; FromControls is
+	// set when the controls sent them (the JSON view stays folded).
+	Edited       identity.AgentSettings
+	FromControls bool
 	// Parts are the employee's keys, grants, requests, tasks and calls.
 	Parts employeeParts
 }
@@ -185,6 +189,9 @@ func (d *Dashboard) agent(c echo.Context, v *View) error {
 func (d *Dashboard) renderAgent(c echo.Context, v *View, status int, a identity.Agent, data agentData) error {
 	ctx := c.Request().Context()
 	data.Agent = a
+	if json.Unmarshal([]byte(data.Settings), &data.Edited) != nil {
+		data.Edited = a.Settings
+	}
 	if a.ReportsTo != uuid.Nil {
 		if m, err := d.d.Identity.Agent(ctx, v.Tenant.ID, a.ReportsTo); err == nil {
 			data.Manager = m.Name
@@ -197,7 +204,7 @@ func (d *Dashboard) renderAgent(c echo.Context, v *View, status int, a identity.
 		}
 		data.Visible = p.Now
 	}
-	parts, err := d.employeeParts(ctx, v.Tenant.ID, a)
+	parts, err := d.employeeParts(ctx, v.Tenant.ID, a, v.Zone())
 	if err != nil {
 		return err
 	}
@@ -258,6 +265,13 @@ func editedSettings(c echo.Context) (identity.AgentSettings, int64, string, erro
 	if _, err := dec.Token(); err != io.EOF {
 		return s, version, raw, fault.New(fault.Invalid, "the settings hold more than one JSON object")
 	}
+	if c.FormValue("editor") == "controls" {
+		if err := applyControls(c, &s); err != nil {
+			return s, version, raw, err
+		}
+		b, _ := json.MarshalIndent(s, "", "  ")
+		raw = string(b)
+	}
 	if err := identity.ValidateAgentSettings(s); err != nil {
 		return s, version, raw, err
 	}
@@ -282,7 +296,7 @@ func (d *Dashboard) previewSettings(c echo.Context, v *View) error {
 		return err
 	}
 	s, version, raw, err := editedSettings(c)
-	data := agentData{Settings: raw, Version: version, Changed: version != a.SettingsVersion}
+	data := agentData{Settings: raw, Version: version, Changed: version != a.SettingsVersion, FromControls: c.FormValue("editor") == "controls"}
 	if err != nil {
 		return d.editError(c, v, a, data, err)
 	}
@@ -303,7 +317,7 @@ func (d *Dashboard) saveSettings(c echo.Context, v *View) error {
 		return err
 	}
 	s, version, raw, err := editedSettings(c)
-	data := agentData{Settings: raw, Version: version}
+	data := agentData{Settings: raw, Version: version, FromControls: c.FormValue("editor") == "controls"}
 	if err != nil {
 		return d.editError(c, v, a, data, err)
 	}

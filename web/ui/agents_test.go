@@ -37,7 +37,7 @@ func TestSettingsPreviewThenSave(t *testing.T) {
 	edit := url.Values{"settings": {`{"capabilities":{"os_native":true}}`}, "settings_version": {version}}
 	res := b.submit(path, path+"/preview", edit)
 	require.Equal(t, http.StatusOK, res.status, res.body)
-	require.Contains(t, res.body, "Saving adds 1 tools and removes 0; it will see 2.")
+	require.Contains(t, res.body, "Saving adds 1 tool and removes 0; it will see 2.")
 	require.Regexp(t, `(?s)<h3>Added</h3><ul class="added"><li><code>os_click</code></li></ul>`, res.body)
 	got, err := e.store.Agent(t.Context(), e.a.ID, a.ID)
 	require.NoError(t, err)

@@ -1,10 +1,12 @@
 package ui
 
 import (
+	"bytes"
+	"encoding/json"
 	"html/template"
 	"net/http"
 	"net/url"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,19 +44,21 @@ type auditData struct {
 	Kinds, Outcomes, Src []string
 	// Filtered is set when any filter is chosen (the filters open).
 	Filtered bool
-	// Facets count the page's rows per outcome, tool and event.
-	Facets []Facet
+	// Facets count every row the filters match, not only the page's,
+	// per outcome, tool and event.
+	Facets audit.Facets
 	Range  string
 }
 
 // auditQuery reads the page's filters: the admin API's parameters, with
-// since and until also accepted as a browser's datetime-local value (UTC).
-func auditQuery(c echo.Context) (audit.Filter, url.Values, error) {
+// since and until also accepted as a date and time without an offset
+// ("2026-01-02 15:04"), read in the member's time zone (View.Zone).
+func auditQuery(c echo.Context, zone *time.Location) (audit.Filter, url.Values, error) {
 	q := url.Values{}
 	for _, n := range auditFilterNames {
-		if v := c.QueryParam(n); v != "" {
+		if v := strings.TrimSpace(c.QueryParam(n)); v != "" {
 			if n == "since" || n == "until" {
-				if t, err := time.Parse("2006-01-02T15:04", v); err == nil {
+				if t, ok := parseLocalTime(v, zone); ok {
 					v = t.UTC().Format(time.RFC3339)
 				}
 			}
@@ -75,39 +79,8 @@ func auditQuery(c echo.Context) (audit.Filter, url.Values, error) {
 // auditRanges are the relative time ranges the page offers in one click.
 var auditRanges = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
 
-// Facet is one value of a column and how many rows on the page hold it.
-type Facet struct {
-	Name, Value string
-	Count       int
-}
-
-// facets counts the page's rows by outcome, tool and event, most first.
-func facets(rows []audit.Entry) []Facet {
-	idx := map[[2]string]int{}
-	var out []Facet
-	add := func(name, value string) {
-		if value == "" {
-			return
-		}
-		k := [2]string{name, value}
-		if i, ok := idx[k]; ok {
-			out[i].Count++
-			return
-		}
-		idx[k] = len(out)
-		out = append(out, Facet{Name: name, Value: value, Count: 1})
-	}
-	for _, r := range rows {
-		add("outcome", r.Outcome)
-		add("tool", r.Tool)
-		add("event_type", r.Event)
-	}
-	slices.SortStableFunc(out, func(a, b Facet) int { return b.Count - a.Count })
-	return out
-}
-
 func (d *Dashboard) auditLog(c echo.Context, v *View) error {
-	f, q, err := auditQuery(c)
+	f, q, err := auditQuery(c, v.Zone())
 	if err != nil {
 		return err
 	}
@@ -118,6 +91,12 @@ func (d *Dashboard) auditLog(c echo.Context, v *View) error {
 	}
 	f.Limit = auditPage + 1
 	rows, err := d.d.AuditLog.List(c.Request().Context(), v.Tenant.ID, f)
+	if err != nil {
+		return err
+	}
+	counted := f
+	counted.Before, counted.Limit = uuid.Nil, 0
+	facets, err := d.d.AuditLog.Facets(c.Request().Context(), v.Tenant.ID, counted)
 	if err != nil {
 		return err
 	}
@@ -134,7 +113,7 @@ func (d *Dashboard) auditLog(c echo.Context, v *View) error {
 		rows = rows[:auditPage]
 		data.Older = rows[len(rows)-1].ID.String()
 	}
-	data.Rows, data.Facets = rows, facets(rows)
+	data.Rows, data.Facets = rows, facets
 	v.Title, v.Nav, v.Data = "audit.title", "audit", data
 	return d.f.Render(c, http.StatusOK, "audit", v)
 }
@@ -142,7 +121,7 @@ func (d *Dashboard) auditLog(c echo.Context, v *View) error {
 // auditExport downloads every row matching the filters, as the admin
 // API's export does (the same code).
 func (d *Dashboard) auditExport(c echo.Context, v *View) error {
-	f, _, err := auditQuery(c)
+	f, _, err := auditQuery(c, v.Zone())
 	if err != nil {
 		return err
 	}
@@ -156,13 +135,39 @@ func (d *Dashboard) auditExport(c echo.Context, v *View) error {
 // auditTail streams new rows matching the filters as server-sent events,
 // for the page's live tail.
 func (d *Dashboard) auditTail(c echo.Context, v *View) error {
-	f, _, err := auditQuery(c)
+	f, q, err := auditQuery(c, v.Zone())
 	if err != nil {
 		return err
 	}
 	since := api.SinceOf(c.Request().Header.Get("Last-Event-ID"), time.Now())
-	return d.tailer.Serve(c.Request().Context(), c.Response(), v.Tenant.ID, f, since)
+	query := template.URL(q.Encode())
+	page := d.f.pages["audit"]
+	return d.tailer.ServeEncoded(c.Request().Context(), c.Response(), v.Tenant.ID, f, since, func(e audit.Entry) ([]byte, error) {
+		var b bytes.Buffer
+		if err := page.ExecuteTemplate(&b, "audit-row", v.AuditRow(e, query)); err != nil {
+			return nil, err
+		}
+		return json.Marshal(tailRow{ID: e.ID, HTML: b.String()})
+	})
 }
+
+// tailRow is one event of the dashboard's live tail: the row as the
+// table shows it.
+type tailRow struct {
+	ID   uuid.UUID `json:"id"`
+	HTML string    `json:"html"`
+}
+
+// auditRow is one audit row with the page's view and filters, for the
+// "audit-row" block the table and the live tail share.
+type auditRow struct {
+	*View
+	E audit.Entry
+	Q template.URL
+}
+
+// AuditRow pairs row e with the page's view and filter query q.
+func (v *View) AuditRow(e audit.Entry, q template.URL) auditRow { return auditRow{View: v, E: e, Q: q} }
 
 // Stamp formats t to the second, for the audit trail.
 func (v *View) Stamp(t time.Time) string {

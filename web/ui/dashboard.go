@@ -176,13 +176,16 @@ func (d *Dashboard) session(c echo.Context, t identity.Tenant) (*View, bool) {
 	if err != nil {
 		return nil, false
 	}
-	stored := Lang("")
+	stored, zone := Lang(""), ""
 	if d.f.prefs != nil {
 		if l, err := d.f.prefs.MemberLanguage(ctx, t.ID, m.ID); err == nil {
 			stored = Lang(l)
 		}
+		if tz, err := d.f.prefs.MemberTimeZone(ctx, t.ID, m.ID); err == nil {
+			zone = tz
+		}
 	}
-	return &View{Tenant: t, Member: &m, Principal: p, Lang: requestLang(c.Request(), stored), cat: d.f.cat,
+	return &View{Tenant: t, Member: &m, Principal: p, Lang: requestLang(c.Request(), stored), MemberZone: zone, cat: d.f.cat,
 		loadNames:  func() *nameBook { return d.loadNames(ctx, t.ID) },
 		loadBadges: func() map[string]int { return d.loadBadges(ctx, t.ID) }}, true
 }

@@ -30,11 +30,26 @@ type employeeParts struct {
 	Tasks    []board.Task
 	Calls    []audit.Entry
 	Streams  int
+	// Spend is what the employee's responsibility runs reported this
+	// month (from Month, in the member's time zone), in cents; NoSpend
+	// when this server keeps no runs.
+	Spend   int64
+	Month   time.Time
+	NoSpend bool
+}
+
+// Percent is the part of budget that spend is, rounded down; 0 without a
+// budget.
+func (p employeeParts) Percent(budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	return p.Spend * 100 / budget
 }
 
 // employeeParts reads the parts of a's page; a part whose service this
 // server lacks stays empty.
-func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a identity.Agent) (employeeParts, error) {
+func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a identity.Agent, zone *time.Location) (employeeParts, error) {
 	var p employeeParts
 	ks, err := d.d.Identity.ListKeys(ctx, tenantID)
 	if err != nil {
@@ -65,10 +80,17 @@ func (d *Dashboard) employeeParts(ctx context.Context, tenantID uuid.UUID, a ide
 		}
 	}
 	if d.d.AuditLog != nil {
-		// The last day only: no index leads with the principal, so an
-		// employee with no recent call would walk the whole trail.
-		f := audit.Filter{PrincipalID: "agent:" + a.ID.String(), Since: time.Now().Add(-24 * time.Hour), Limit: employeeShown}
+		// The trail's (tenant, principal, time) index finds them however
+		// long ago they were.
+		f := audit.Filter{PrincipalID: "agent:" + a.ID.String(), Limit: employeeShown}
 		if p.Calls, err = d.d.AuditLog.List(ctx, tenantID, f); err != nil {
+			return p, err
+		}
+	}
+	now := time.Now().In(zone)
+	p.Month = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, zone)
+	if p.NoSpend = d.d.Responsibilities == nil; !p.NoSpend {
+		if p.Spend, err = d.d.Responsibilities.Spend(ctx, tenantID, a.ID, p.Month, p.Month.AddDate(0, 1, 0)); err != nil {
 			return p, err
 		}
 	}

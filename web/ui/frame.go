@@ -28,12 +28,16 @@ import (
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-// Preferences stores each member's language choice.
+// Preferences stores each member's language and time zone choices.
 type Preferences interface {
 	// MemberLanguage returns the member's stored language, "" when none.
 	MemberLanguage(ctx context.Context, tenantID, memberID uuid.UUID) (string, error)
 	// SetMemberLanguage stores the member's language.
 	SetMemberLanguage(ctx context.Context, tenantID, memberID uuid.UUID, lang string) error
+	// MemberTimeZone returns the member's time zone, "" when none.
+	MemberTimeZone(ctx context.Context, tenantID, memberID uuid.UUID) (string, error)
+	// SetMemberTimeZone stores the member's time zone; "" forgets it.
+	SetMemberTimeZone(ctx context.Context, tenantID, memberID uuid.UUID, tz string) error
 }
 
 // FrameConfig configures a Frame.

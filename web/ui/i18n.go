@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,43 @@ func (c *Catalog) T(l Lang, key string, args ...any) string {
 	if len(args) == 0 {
 		return m
 	}
+	m = plurals(m, args)
+	if !strings.Contains(m, "%") { // a count chose the words only
+		return m
+	}
 	return fmt.Sprintf(m, args...)
+}
+
+// pluralRE matches a plural choice, {n:one|other}: the first form when
+// argument n is one, else the second. English messages use it; Japanese
+// ones need none.
+var pluralRE = regexp.MustCompile(`\{(\d):([^|{}]*)\|([^|{}]*)\}`)
+
+// plurals resolves m's plural choices with args.
+func plurals(m string, args []any) string {
+	if !strings.Contains(m, "{") {
+		return m
+	}
+	return pluralRE.ReplaceAllStringFunc(m, func(s string) string {
+		p := pluralRE.FindStringSubmatch(s)
+		if i, _ := strconv.Atoi(p[1]); i >= 1 && i <= len(args) && isOne(args[i-1]) {
+			return p[2]
+		}
+		return p[3]
+	})
+}
+
+// isOne reports whether a count, as a number or as written ("1"), is one.
+func isOne(v any) bool {
+	switch n := v.(type) {
+	case int:
+		return n == 1
+	case int64:
+		return n == 1
+	case string:
+		return n == "1"
+	}
+	return false
 }
 
 var matcher = language.NewMatcher([]language.Tag{language.English, language.Japanese})

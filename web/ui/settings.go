@@ -13,6 +13,7 @@ import (
 func (d *Dashboard) settingsRoutes(g *echo.Group) {
 	g.GET("/tenant", d.page(identity.ReadTenant, d.settings))
 	g.POST("/tenant", d.action("updateTenant", identity.ManageSettings, d.saveTenantSettings))
+	g.POST("/me/time_zone", d.action("setMemberTimeZone", identity.ReadTenant, d.saveMemberZone))
 }
 
 func (d *Dashboard) settings(c echo.Context, v *View) error {

@@ -63,3 +63,26 @@ func matches(f audit.Filter, e audit.Entry) bool {
 	}
 	return (f.Since.IsZero() || !e.At.Before(f.Since)) && (f.Until.IsZero() || e.At.Before(f.Until))
 }
+
+// Facets counts every row matching f, as the Postgres trail does.
+func (m trail) Facets(ctx context.Context, tenantID uuid.UUID, f audit.Filter) (audit.Facets, error) {
+	f.Before, f.Limit = uuid.Nil, 0
+	var out audit.Facets
+	counts := map[[2]string]int64{}
+	for _, e := range m.Entries() {
+		if e.TenantID != tenantID || !matches(f, e) {
+			continue
+		}
+		out.Total++
+		for _, k := range [][2]string{{"outcome", e.Outcome}, {"tool", e.Tool}, {"event_type", e.Event}} {
+			if k[1] != "" {
+				counts[k]++
+			}
+		}
+	}
+	for k, n := range counts {
+		out.Counts = append(out.Counts, audit.FacetCount{Name: k[0], Value: k[1], Count: n})
+	}
+	audit.SortFacets(out.Counts)
+	return out, nil
+}

@@ -18,9 +18,13 @@ const triageCap = 200
 // triage is the overview's "needs attention now": counts of what waits for
 // a person, and refusals this hour against the hour before (the trend).
 type triage struct {
-	Pending, Questions, Blocked, FailedRuns int
-	RefusalsHour, RefusalsBefore            int
-	Cap                                     int
+	Pending, Questions, Blocked int
+	// Failed script runs and computer sessions of the last day, and of
+	// the day before (the trend).
+	FailedRuns, FailedRunsBefore         int
+	FailedSessions, FailedSessionsBefore int
+	RefusalsHour, RefusalsBefore         int
+	Cap                                  int
 }
 
 // Over reports whether n reached the cap (the count reads "n+").
@@ -56,8 +60,19 @@ func (d *Dashboard) triage(ctx context.Context, v *View, canAudit bool) (triage,
 			return t, err
 		}
 		for _, r := range runs {
-			if r.StartedAt.After(now.Add(-24*time.Hour)) && (r.State == sandbox.RunUnavailable || r.State == sandbox.RunFailed) {
-				t.FailedRuns++
+			if r.State == sandbox.RunUnavailable || r.State == sandbox.RunFailed {
+				dayOf(now, r.StartedAt, &t.FailedRuns, &t.FailedRunsBefore)
+			}
+		}
+	}
+	if d.d.ComputerSessions != nil {
+		ss, err := d.d.ComputerSessions.TenantSessions(ctx, v.Tenant.ID, triageCap)
+		if err != nil {
+			return t, err
+		}
+		for _, s := range ss {
+			if s.Failed() {
+				dayOf(now, s.LastUsedAt, &t.FailedSessions, &t.FailedSessionsBefore)
 			}
 		}
 	}
@@ -73,4 +88,15 @@ func (d *Dashboard) triage(ctx context.Context, v *View, canAudit bool) (triage,
 		t.RefusalsHour, t.RefusalsBefore = len(hour), len(before)
 	}
 	return t, nil
+}
+
+// dayOf counts at in today (the last 24 hours before now) or before (the
+// 24 hours before those).
+func dayOf(now, at time.Time, today, before *int) {
+	switch {
+	case at.After(now.Add(-24 * time.Hour)):
+		*today++
+	case at.After(now.Add(-48 * time.Hour)):
+		*before++
+	}
 }

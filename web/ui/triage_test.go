@@ -34,11 +34,11 @@ func TestTheOverviewIsTriage(t *testing.T) {
 	b := e.browser()
 	e.signIn(b, identity.RoleOwner)
 	p := b.get("/t/acme/dashboard/overview").body
-	require.Contains(t, p, `<strong>2</strong> requests waiting for a decision`)
-	require.Contains(t, p, `<strong>1</strong> blocked tasks`)
-	require.Contains(t, p, `<strong>3</strong> refusals in the last hour`)
+	require.Contains(t, p, `<strong>2</strong> <span class="label">requests waiting for a decision`)
+	require.Contains(t, p, `<strong>1</strong> <span class="label">blocked task<`, "one, in the singular")
+	require.Contains(t, p, `<strong>3</strong> <span class="label">refusals in the last hour`)
 	require.Contains(t, p, `the hour before: 1`)
 	require.Contains(t, p, `<span class="group">Needs attention</span>`)
 	require.Contains(t, p, `Requests and grants <span class="badge"><span aria-hidden="true">2</span>`)
-	require.Contains(t, b.get("/t/acme/dashboard/overview", "Accept-Language", "ja").body, "<strong>2</strong> 判断待ちのリクエスト")
+	require.Contains(t, b.get("/t/acme/dashboard/overview", "Accept-Language", "ja").body, `<strong>2</strong> <span class="label">判断待ちのリクエスト`)
 }

@@ -18,11 +18,13 @@ type View struct {
 	Title  string // message key of the page title
 	Tenant identity.Tenant
 	// Member is the signed-in member; nil on the sign-in and error pages.
-	Member    *identity.Member
-	Principal identity.Principal
-	Nav       string // the path (below the dashboard) of the active menu entry
-	Notice    string // message key of a notice to show (an action's result)
-	Error     string // an error to show, already in the page's language
+	Member *identity.Member
+	// MemberZone is the time zone the member chose, "" for the tenant's.
+	MemberZone string
+	Principal  identity.Principal
+	Nav        string // the path (below the dashboard) of the active menu entry
+	Notice     string // message key of a notice to show (an action's result)
+	Error      string // an error to show, already in the page's language
 	// ErrorDetail is a service's own English message behind Error (or
 	// behind an error page's line), shown after it marked as English.
 	ErrorDetail string
@@ -61,10 +63,13 @@ func (v *View) Time(t any) string {
 	return fmt.Sprint(t)
 }
 
-// Zone is where the page's times are written: the tenant's time zone
-// setting, else UTC.
+// Zone is where the page's times are written: the member's time zone
+// when they chose one, else the tenant's setting, else UTC.
 func (v *View) Zone() *time.Location {
-	if tz := v.Tenant.Settings.TimeZone; tz != "" {
+	for _, tz := range []string{v.MemberZone, v.Tenant.Settings.TimeZone} {
+		if tz == "" {
+			continue
+		}
 		if loc, err := time.LoadLocation(tz); err == nil {
 			return loc
 		}

@@ -22,11 +22,12 @@ import (
 // pages as a signed-in owner sees them, in a tenant with 1,000 AI
 // employees and 1,000,000 audit rows: the agents page (its first 50, a
 // page deep by keyset, and a search by department), one employee's page
-// (keys, grants, requests, tasks, recent calls), the audit page (its
-// newest 50 rows with their facet counts, unfiltered, filtered to
-// refusals, the last hour and the refusals of the last day as the
-// overview links them, and three pages back by keyset) and the overview
-// (with its triage counts). Each page is fetched 200
+// (keys, grants, requests, tasks, recent calls, spend), the audit page
+// (its newest 50 rows with facet counts over every matching row:
+// unfiltered, filtered to refusals, the last hour, the last 7 days, the
+// refusals of the last day as the overview links them, one employee's
+// rows, and three pages back by keyset) and the overview (with its
+// triage counts). Each page is fetched 200
 // times after 10 warm-up requests, one at a time; b.N is ignored (run with
 // -benchtime 1x).
 //
@@ -60,6 +61,8 @@ func BenchmarkDashboardTTFB(b *testing.B) {
 		{"employee", "/t/acme/dashboard/agents/" + mid.ID.String()},
 		{"audit-last-hour", "/t/acme/dashboard/audit?range=1h"},
 		{"audit-refused-day", "/t/acme/dashboard/audit?outcome=refused&range=24h"},
+		{"audit-week", "/t/acme/dashboard/audit?range=7d"},
+		{"audit-one-employee", "/t/acme/dashboard/audit?principal_id=agent%3A500"},
 		{"agents-first", "/t/acme/dashboard/agents"},
 		{"agents-page-11", "/t/acme/dashboard/agents?after=agent-00500"},
 		{"agents-search", "/t/acme/dashboard/agents?q=dept-7"},

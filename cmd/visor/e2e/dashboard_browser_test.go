@@ -189,26 +189,40 @@ func TestDashboardInABrowser(t *testing.T) {
 	waitFor(t, tab, `location.search.includes("q=ada") && !!document.querySelector("#agents a")`, "the agents page searched for ada")
 	require.NoError(t, chromedp.Do(tab,
 		chromedp.Click(chromedp.Search(`//table[@id="agents"]//a[normalize-space()="ada"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#caps`)),
+	))
+	// The common capabilities are labelled controls: denying the tool
+	// there previews the same change the JSON view would.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.SetValue(chromedp.CSS(`#cap-denied`), victim),
+		chromedp.Click(chromedp.CSS(`#caps button[formaction$="/preview"]`)),
+	))
+	waitFor(t, tab, `!!document.getElementById("preview-h")`, "the controls' preview")
+	require.Contains(t, textOf(t, tab, "ul.removed"), victim, "the controls' preview names the tool that disappears")
+	require.Equal(t, "false", evalString(t, tab, `String(document.getElementById("advanced").open)`), "the JSON view stays folded")
+	checkAccessible(t, tab, "agent capabilities preview (en)")
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Click(chromedp.CSS(`#advanced-h`)),
 		chromedp.WaitVisible(chromedp.CSS(`#settings`)),
 	))
 	current, err := chromedp.Run(tab, chromedp.Value(chromedp.CSS(`#settings`)))
 	require.NoError(t, err)
 	var edited identity.AgentSettings
 	require.NoError(t, json.Unmarshal([]byte(current), &edited), current)
-	edited.Capabilities.DeniedTools = append(edited.Capabilities.DeniedTools, victim)
+	require.Contains(t, edited.Capabilities.DeniedTools, victim, "the JSON view holds what the controls previewed")
 	text, err := json.Marshal(edited)
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(tab,
 		chromedp.Clear(chromedp.CSS(`#settings`)),
 		chromedp.SendKeys(chromedp.CSS(`#settings`), string(text)),
-		chromedp.Click(chromedp.CSS(`button[formaction$="/preview"]`)),
+		chromedp.Click(chromedp.CSS(`#json-editor button[formaction$="/preview"]`)),
 	))
-	waitFor(t, tab, `!!document.getElementById("preview-h")`, "the settings preview")
+	waitFor(t, tab, `!!document.getElementById("preview-h") && document.getElementById("advanced").open`, "the settings preview")
 	require.Contains(t, textOf(t, tab, "ul.removed"), victim, "the preview names the tool that disappears")
 	require.Contains(t, toolNames(t, r, w.adaKey), victim, "a preview saves nothing")
 	checkAccessible(t, tab, "agent settings preview (en)")
 	shoot(t, tab, "agent.en")
-	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`form[action$="/settings"] button.primary`))))
+	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#json-editor button.primary`))))
 	waitFor(t, tab, `location.search.includes("done=settings_saved")`, "the saved settings' notice")
 	expectChange(t, ada, 5*time.Second, "settings saved in the dashboard")
 	require.NotContains(t, toolNames(t, r, w.adaKey), victim)
@@ -226,6 +240,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	saved, err := w.ids.Agent(ctx, w.acme.ID, w.ada.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 4250, saved.BudgetCents, "the budget is saved")
+	require.Contains(t, textOf(t, tab, "#spend"), "$0.00 of $42.50 (0%)", "spend against the new budget")
 
 	// Create a key for ada on the keys page: its token is shown once and
 	// works on the MCP endpoint; revoked there, it is refused at once.
@@ -309,8 +324,22 @@ func TestDashboardInABrowser(t *testing.T) {
 	// show.
 	time.Sleep(300 * time.Millisecond)
 	callTool(t, r, w.adaKey, "agent_status", map[string]any{})
-	require.NoError(t, chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#tail-rows li`))))
+	require.NoError(t, chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`#tail-rows tr`))))
 	require.Contains(t, textOf(t, tab, "#tail-rows"), "agent_status")
+	require.Equal(t, "7 7", evalString(t, tab, `document.querySelectorAll("#tail-rows tr:first-child td").length + " " + document.querySelectorAll("#tail-table thead th").length`),
+		"the tail's rows have the table's seven columns")
+	require.Contains(t, textOf(t, tab, "#tail-rows tr:first-child td:nth-child(2)"), "ada", "by name")
+	// A click on a facet filters by it, and the counts follow.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/audit"),
+		chromedp.WaitVisible(chromedp.CSS(`#audit-total`)),
+		chromedp.Click(chromedp.Search(`//p[@class="facets"]//a[code[normalize-space()="agent_status"]]`)),
+	))
+	waitFor(t, tab, `location.search.includes("tool=agent_status") && !!document.getElementById("audit-total")`, "the audit page filtered by a facet")
+	facet := textOf(t, tab, "#audit-total")
+	require.Regexp(t, `^\d+ rows? match`, facet)
+	require.Equal(t, evalString(t, tab, `String(document.querySelectorAll("#audit-rows tbody tr").length)`),
+		strings.Fields(facet)[0], "the total counts the filtered rows (fewer than a page here)")
 	shoot(t, tab, "audit.en")
 
 	for _, page := range []string{"agents", "tenant", "clients"} {
@@ -318,6 +347,19 @@ func TestDashboardInABrowser(t *testing.T) {
 		checkAccessible(t, tab, page+" (en)")
 		shoot(t, tab, page+".en")
 	}
+
+	// The member chooses a time zone of their own: every time on their
+	// pages, and the audit filters, follow it.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(dash+"/tenant"),
+		chromedp.WaitVisible(chromedp.CSS(`#m-tz`)),
+		chromedp.SetValue(chromedp.CSS(`#m-tz`), "Asia/Tokyo"),
+		chromedp.Click(chromedp.CSS(`form[action$="/me/time_zone"] button[type=submit]`)),
+	))
+	waitFor(t, tab, `location.search.includes("done=zone_saved")`, "the saved time zone's notice")
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit-rows`))))
+	require.True(t, strings.HasSuffix(strings.TrimSpace(textOf(t, tab, "#audit-rows tbody tr:first-child td:first-child")), " JST"), "times in the member's zone")
+	require.Contains(t, evalString(t, tab, `document.getElementById("time-help").textContent`), "Asia/Tokyo", "the filters say which zone they read")
 
 	// Switch to Japanese: the page, its lang and every other page follow.
 	require.NoError(t, chromedp.Do(tab,
@@ -332,6 +374,18 @@ func TestDashboardInABrowser(t *testing.T) {
 		{"audit", "audit"}, {"tenant", "tenant"}, {"clients", "clients"}, {"keys", "keys"}, {"agents/" + w.ada.ID.String(), "agent"}} {
 		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/"+page.path), chromedp.WaitVisible(chromedp.CSS(`html[lang=ja] h1`))))
 		checkAccessible(t, tab, page.name+" (ja)")
+		require.Empty(t, evalString(t, tab, wrappedShortWords), "short words and times on one line on %s (ja)", page.name)
 		shoot(t, tab, page.name+".ja")
 	}
 }
+
+// wrappedShortWords lists, as one string, the headers, times, badges,
+// buttons, tabs and cell links of the page whose text (at most 24
+// characters: a status word, a time) takes more than one line; text
+// moved off the screen for screen readers (class skip) is not shown.
+const wrappedShortWords = `[...document.querySelectorAll("th, td.nowrap, .nowrap, .badge, .tabs a, main button, td > a, summary, ul.triage .label")]
+	.filter(e => e.offsetParent !== null && e.textContent.trim().length > 0 && e.textContent.trim().length <= 24)
+	.filter(e => { const r = document.createRange(); r.selectNodeContents(e);
+		const tops = new Set([...r.getClientRects()].filter(x => x.width > 0 && x.right > 0).map(x => Math.round(x.top)));
+		return tops.size > 1; })
+	.map(e => e.textContent.trim()).join(" | ")`

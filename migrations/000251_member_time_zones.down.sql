@@ -1,0 +1,1 @@
+DROP TABLE member_time_zones;
