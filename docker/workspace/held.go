@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"slices"
@@ -144,6 +145,21 @@ func (h *held) fetch(a domain.FetchArgs) (domain.Answer, error) {
 	rel, err := domain.CleanPath(a.Path)
 	if err != nil {
 		return domain.Answer{}, err
+	}
+	if a.Folder {
+		sub, err := h.tree.Root.OpenRoot(rel)
+		if err != nil {
+			return domain.Answer{}, domain.FileError(rel, err)
+		}
+		defer sub.Close()
+		var buf bytes.Buffer
+		if _, _, err := domain.Pack(sub, &limited{w: &buf, n: a.Max}); err != nil {
+			if fault.Is(err, fault.TooLarge) {
+				return domain.Answer{}, fault.New(fault.TooLarge, "%s packs to more than %d bytes", rel, a.Max)
+			}
+			return domain.Answer{}, err
+		}
+		return domain.Answer{Fetch: &domain.FetchResult{Path: rel, Data: buf.Bytes()}}, nil
 	}
 	f, err := h.tree.Root.Open(rel)
 	if err != nil {

@@ -93,6 +93,11 @@ type Capabilities struct {
 	ComputerUse       bool              `json:"computer_use"`
 	ComputerUseConfig ComputerUseConfig `json:"computer_use_config"`
 	DBSources         []string          `json:"db_sources,omitempty"`
+	// Workspace lists the workspace tools (files, commands, tasks,
+	// Skills, artifacts); WorkspaceConfig says where its container may
+	// connect.
+	Workspace       bool            `json:"workspace"`
+	WorkspaceConfig WorkspaceConfig `json:"workspace_config"`
 	// ScopedTools stay hidden until a live grant names them for this agent.
 	ScopedTools []string `json:"scoped_tools,omitempty"`
 }
@@ -102,6 +107,14 @@ type ComputerUseConfig struct {
 	Workspace      bool     `json:"workspace"`
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
 	MaxActions     int      `json:"max_actions,omitempty"`
+}
+
+// WorkspaceConfig is [capabilities.workspace_config].
+type WorkspaceConfig struct {
+	// AllowedHosts are the host names the workspace container may reach
+	// over HTTPS (port 443, through the worker's egress proxy); empty
+	// means no network at all.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
 }
 
 // Fork is the [fork] section.

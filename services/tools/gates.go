@@ -25,6 +25,7 @@ const (
 	GateComputerWorkspace Gate = "computer_workspace" // computer_use and computer_use_config.workspace
 	GateDBSources         Gate = "db_sources"         // agent [capabilities] db_sources non-empty
 	GateFork              Gate = "fork"               // agent [fork] enabled
+	GateWorkspace         Gate = "workspace"          // agent [capabilities] workspace
 )
 
 type gateRule struct {
@@ -51,6 +52,7 @@ var gateRules = map[Gate]gateRule{
 	}, off: "needs [capabilities] computer_use and computer_use_config.workspace"},
 	GateDBSources: {agent: func(s identity.AgentSettings) bool { return len(s.Capabilities.DBSources) > 0 }, off: "needs [capabilities] db_sources"},
 	GateFork:      {agent: func(s identity.AgentSettings) bool { return s.Fork.Enabled }, off: "needs [fork] enabled"},
+	GateWorkspace: {agent: func(s identity.AgentSettings) bool { return s.Capabilities.Workspace }, off: "needs [capabilities] workspace"},
 }
 
 // Known reports whether g is a gate the policy knows.

@@ -38,23 +38,25 @@ type Op struct {
 
 // Answer is what a worker answers for an Op.
 type Answer struct {
-	Read     *ReadResult    `json:"read,omitempty"`
-	List     *ListResult    `json:"list,omitempty"`
-	Search   *SearchResult  `json:"search,omitempty"`
-	Edit     *EditResult    `json:"edit,omitempty"`
-	Session  *SessionView   `json:"session,omitempty"`
-	Sessions []SessionView  `json:"sessions,omitempty"`
-	Act      *ActResult     `json:"act,omitempty"`
-	Fetch    *FetchResult   `json:"fetch,omitempty"`
-	Pack     *PackResult    `json:"pack,omitempty"`
-	Status   *HostStatus    `json:"status,omitempty"`
-	Usage    *Usage         `json:"usage,omitempty"`
+	Read     *ReadResult   `json:"read,omitempty"`
+	List     *ListResult   `json:"list,omitempty"`
+	Search   *SearchResult `json:"search,omitempty"`
+	Edit     *EditResult   `json:"edit,omitempty"`
+	Session  *SessionView  `json:"session,omitempty"`
+	Sessions []SessionView `json:"sessions,omitempty"`
+	Act      *ActResult    `json:"act,omitempty"`
+	Fetch    *FetchResult  `json:"fetch,omitempty"`
+	Pack     *PackResult   `json:"pack,omitempty"`
+	Status   *HostStatus   `json:"status,omitempty"`
+	Usage    *Usage        `json:"usage,omitempty"`
 }
 
-// FetchArgs reads one file's bytes, at most Max.
+// FetchArgs reads one file's bytes, at most Max; with Folder, a folder
+// packed as tar.gz instead.
 type FetchArgs struct {
-	Path string `json:"path"`
-	Max  int64  `json:"max"`
+	Path   string `json:"path"`
+	Max    int64  `json:"max"`
+	Folder bool   `json:"folder,omitempty"`
 }
 
 // FetchResult is a file's bytes. Dir is set (and Data empty) for a folder,

@@ -42,6 +42,9 @@ type opAnswer struct {
 // Runner runs an op on whichever worker holds the workspace.
 type Runner interface {
 	Run(ctx context.Context, ws Workspace, ref Ref, op Op) (Answer, error)
+	// Held runs op only on a worker that holds the workspace now (an
+	// operator's look never starts a container); ErrNotHeld otherwise.
+	Held(ctx context.Context, ws Workspace, ref Ref, op Op) (Answer, error)
 }
 
 // PlaneRunner sends ops over the worker plane: to the worker whose lease
@@ -82,6 +85,18 @@ func (r *PlaneRunner) Run(ctx context.Context, ws Workspace, ref Ref, op Op) (An
 		}
 	}
 	return Answer{}, fault.New(fault.Unavailable, "the workspace moved between workers while the call was sent; retry")
+}
+
+// Held implements Runner.
+func (r *PlaneRunner) Held(ctx context.Context, ws Workspace, ref Ref, op Op) (Answer, error) {
+	if !ws.Leased(r.now()) {
+		return Answer{}, ErrNotHeld
+	}
+	a, err := r.call(ctx, ref, op, ws.LeaseWorker)
+	if errors.Is(err, plane.ErrNoWorker) {
+		return Answer{}, ErrNotHeld
+	}
+	return a, err
 }
 
 func (r *PlaneRunner) now() time.Time {
