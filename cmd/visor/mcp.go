@@ -33,6 +33,7 @@ func (a *app) families() []catalog.Family {
 		a.sandboxTools(),
 		a.dbSources,
 		a.knowledge,
+		a.workspace,
 	}
 }
 

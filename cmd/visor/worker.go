@@ -109,5 +109,8 @@ func (a *app) startRunner(ctx context.Context, metrics prometheus.Registerer) er
 	if err := a.startComputerWorker(ctx); err != nil {
 		return err
 	}
+	if err := a.startWorkspaceWorker(ctx); err != nil {
+		return err
+	}
 	return a.startDispatcher(ctx)
 }

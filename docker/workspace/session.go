@@ -200,11 +200,11 @@ func (h *held) roomForSession() error {
 // group.
 func (m *Manager) startSession(ctx context.Context, h *held, a domain.ExecArgs, workdir string) (*session, error) {
 	id := newSessionID()
-	env := []string{"VISOR_CMD=" + a.Cmd}
+	env := []string{"WORKSPACE_COMMAND=" + a.Cmd}
 	for k, v := range a.Env {
 		env = append(env, k+"="+v)
 	}
-	script := `echo $$ > ` + pidFile(id) + `; exec /bin/sh -c "$VISOR_CMD"`
+	script := `echo $$ > ` + pidFile(id) + `; exec /bin/sh -c "$WORKSPACE_COMMAND"`
 	cfg := container.ExecOptions{User: userSpec(), Tty: a.TTY, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Env: env, WorkingDir: workdir, Cmd: []string{"setsid", "-w", "/bin/sh", "-c", script}}
 	ex, err := m.cli.ContainerExecCreate(ctx, h.container, cfg)

@@ -60,6 +60,10 @@ func NewService(cfg Config) *Service {
 	return &Service{cfg: cfg}
 }
 
+// SetArtifactURL sets how download links are spelt, once the edge knows
+// its base URL.
+func (s *Service) SetArtifactURL(f func(tenantSlug, token string) string) { s.cfg.ArtifactURL = f }
+
 // errNotEmployee is a caller that is no AI employee: workspaces belong to
 // employees (the tools are listed only to them).
 var errNotEmployee = fault.New(fault.Forbidden, "workspace tools act for an AI employee; this credential is not one")
