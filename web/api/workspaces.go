@@ -37,7 +37,7 @@ func (r Workspaces) Operations() []Operation {
 		{Method: http.MethodGet, Path: "/tenants/:tenant/workspaces", ID: "listWorkspaces", Tag: "workspaces", Needs: identity.ReadTenant,
 			Summary: "List the AI employees' workspaces with their usage and whether a worker holds them", Response: WorkspaceList{}, Handler: r.list, Query: Paged()},
 		{Method: http.MethodGet, Path: "/tenants/:tenant/agents/:agent/workspace", ID: "getWorkspace", Tag: "workspaces", Needs: identity.ReadTenant,
-			Summary: "An AI employee's workspace: usage, saved files (names and sizes), command sessions and artifacts", Response: workspace.Detail{}, Handler: r.get},
+			Summary: "An AI employee's workspace: usage, revision and whether a worker holds it", Response: workspace.Overview{}, Handler: r.get},
 		{Method: http.MethodPost, Path: "/tenants/:tenant/agents/:agent/workspace/stop-sessions", ID: "stopWorkspaceSessions", Tag: "workspaces",
 			Needs: identity.ManageAgents, Summary: "Kill every command running in an AI employee's workspace", Response: SessionsStopped{}, Handler: r.stop},
 		{Method: http.MethodPost, Path: "/tenants/:tenant/agents/:agent/workspace/reset", ID: "resetWorkspace", Tag: "workspaces", Needs: identity.ManageAgents,
@@ -84,7 +84,7 @@ func (r Workspaces) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, workspace.Overview{Workspace: d.Workspace, Live: d.Live})
 }
 
 func (r Workspaces) stop(c echo.Context) error {
