@@ -29,13 +29,16 @@ import (
 // workspace image.
 type env struct {
 	store  *postgres.WorkspaceStore
+	ids    *identity.Service
 	image  string
 	ref    domain.Ref
 	tenant identity.Tenant
 	agent  identity.Agent
 }
 
-func setup(t *testing.T) *env {
+func setup(t *testing.T) *env { return setupB(t) }
+
+func setupB(t testing.TB) *env {
 	t.Helper()
 	image := dockertest.Workspace(t)
 	db := pgtest.New(t)
@@ -48,10 +51,23 @@ func setup(t *testing.T) *env {
 	st := postgres.NewWorkspaceStore(db)
 	ws, err := st.Ensure(ctx, ten.ID, ag.ID, 64<<20)
 	require.NoError(t, err)
-	return &env{store: st, image: image, tenant: ten, agent: ag, ref: domain.Ref{Tenant: ten.ID, Agent: ag.ID, ID: ws.ID, Quota: ws.Quota}}
+	return &env{store: st, ids: ids, image: image, tenant: ten, agent: ag, ref: domain.Ref{Tenant: ten.ID, Agent: ag.ID, ID: ws.ID, Quota: ws.Quota}}
 }
 
-func (e *env) manager(t *testing.T, worker string) *dws.Manager {
+// newRef makes another employee with an empty workspace.
+func (e *env) newRef(t testing.TB) domain.Ref {
+	t.Helper()
+	ctx := context.Background()
+	ag, err := e.ids.CreateAgent(ctx, e.tenant.ID, identity.NewAgent{Name: "e" + uuid.NewString()[:8]})
+	require.NoError(t, err)
+	ws, err := e.store.Ensure(ctx, e.tenant.ID, ag.ID, 256<<20)
+	require.NoError(t, err)
+	return domain.Ref{Tenant: e.tenant.ID, Agent: ag.ID, ID: ws.ID, Quota: ws.Quota}
+}
+
+func (e *env) manager(t *testing.T, worker string) *dws.Manager { return e.managerB(t, worker) }
+
+func (e *env) managerB(t testing.TB, worker string) *dws.Manager {
 	t.Helper()
 	m, err := dws.New(dws.Config{Image: e.image, WorkerID: worker, BaseDir: t.TempDir(), IdleAfter: time.Hour},
 		dws.Stores{Workspaces: e.store, Artifacts: e.store, Skills: e.store}, slog.New(slog.NewTextHandler(io.Discard, nil)))
