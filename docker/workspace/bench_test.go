@@ -91,14 +91,14 @@ func BenchmarkWorkspace(b *testing.B) {
 	b.Run("restore_50MB_other_worker", func(b *testing.B) {
 		m2 := e.managerB(b, "ws-bench-"+uuid.NewString()[:8])
 		ref := e.newRef(b)
-		_, err := m.Do(ctx, ref, domain.Op{Exec: &domain.ExecArgs{Cmd: "mkdir src && for i in $(seq 1 500); do head -c 51200 /dev/urandom | base64 > src/f$i.txt; done; du -sh .", WaitMS: 60000}}, true)
+		a, err := m.Do(ctx, ref, domain.Op{Exec: &domain.ExecArgs{WaitMS: 60000, TimeoutMS: 600000,
+			Cmd: `mkdir src && python3 -c "import os, base64; [open(f'src/f{i}.txt', 'w').write(base64.b64encode(os.urandom(51200)).decode()) for i in range(730)]"`}}, true)
 		require.NoError(b, err)
+		require.True(b, a.Session.CommandOK != nil && *a.Session.CommandOK, "%+v", a.Session)
 		_, err = m.Do(ctx, ref, domain.Op{Stop: true}, false)
 		require.NoError(b, err)
 		ws, err := e.store.Get(ctx, ref.Tenant, ref.Agent)
 		require.NoError(b, err)
-		b.ReportMetric(float64(ws.BytesUsed)/(1<<20), "tree_MiB")
-		b.ReportMetric(float64(ws.SnapshotBytes)/(1<<20), "snapshot_MiB")
 		from, to := m, m2
 		quantiles(b, timed(b, func() {
 			a, err := to.Do(ctx, ref, domain.Op{Status: true}, true)
@@ -110,6 +110,8 @@ func BenchmarkWorkspace(b *testing.B) {
 			from, to = to, from
 			b.StartTimer()
 		}))
+		b.ReportMetric(float64(ws.BytesUsed)/1e6, "tree_MB") // after ResetTimer, which drops metrics
+		b.ReportMetric(float64(ws.SnapshotBytes)/1e6, "snapshot_MB")
 	})
 	const n = 12 // workspaces held at once, besides the first
 	var refs []domain.Ref

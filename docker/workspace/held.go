@@ -84,6 +84,30 @@ func (h *held) idle(d time.Duration) bool {
 	return true
 }
 
+// endSessions kills the running commands and waits briefly for their
+// ends; it reports whether any was running.
+func (h *held) endSessions(m *Manager) bool {
+	h.mu.Lock()
+	var list []*session
+	for _, s := range h.sessions {
+		if s.running() {
+			list = append(list, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range list {
+		s.setCause("the workspace was stopped")
+		m.kill(h, s)
+	}
+	for _, s := range list {
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return len(list) > 0
+}
+
 // measure walks the tree for its usage.
 func (h *held) measure() domain.Usage {
 	b, f, _ := h.tree.Usage()

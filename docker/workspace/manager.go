@@ -276,6 +276,9 @@ func (m *Manager) save(ctx context.Context, h *held) error {
 // its container and folder are removed and its lease released.
 func (m *Manager) close(ctx context.Context, h *held, discard bool) error {
 	var err error
+	if h.endSessions(m) {
+		h.markDirty() // what they wrote before they ended is saved
+	}
 	if !discard {
 		err = m.save(ctx, h)
 	}

@@ -243,3 +243,16 @@ func TestIdleWorkspaceIsSavedAndLetGo(t *testing.T) {
 	v := exec(t, m, e.ref, "cat n", 10*time.Second)
 	require.Equal(t, "1\n", v.Output)
 }
+
+// TestStopSavesWhatARunningCommandWrote: letting a workspace go while a
+// command runs kills it and saves what it wrote so far.
+func TestStopSavesWhatARunningCommandWrote(t *testing.T) {
+	e := setup(t)
+	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
+	v := exec(t, m, e.ref, "echo part > p; sleep 30", 500*time.Millisecond)
+	require.Equal(t, domain.Running, v.Status)
+	_, err := m.Do(context.Background(), e.ref, domain.Op{Stop: true}, false)
+	require.NoError(t, err)
+	v = exec(t, m, e.ref, "cat p", 10*time.Second)
+	require.Equal(t, "part\n", v.Output)
+}
