@@ -270,3 +270,41 @@ func (s *WorkspaceStore) SkillEnv(ctx context.Context, tenantID, agentID uuid.UU
 		return v, r.Scan(&v.Skill, &v.Name, &v.Sealed)
 	})
 }
+
+// RewrapAll re-wraps every sealed Skill variable (secrets.Holder).
+func (s *WorkspaceStore) RewrapAll(ctx context.Context, rewrap func(string) (string, bool, error)) (n int, err error) {
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT tenant_id, agent_id, skill, name, sealed_value FROM workspace_skill_env FOR UPDATE`)
+		if err != nil {
+			return err
+		}
+		type sealed struct {
+			tenant, agent uuid.UUID
+			skill, name   string
+			value         string
+		}
+		all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sealed, error) {
+			var v sealed
+			return v, r.Scan(&v.tenant, &v.agent, &v.skill, &v.name, &v.value)
+		})
+		if err != nil {
+			return err
+		}
+		for _, v := range all {
+			nv, changed, err := rewrap(v.value)
+			if err != nil {
+				return err
+			}
+			if !changed {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE workspace_skill_env SET sealed_value = $5 WHERE tenant_id = $1 AND agent_id = $2 AND skill = $3 AND name = $4`,
+				v.tenant, v.agent, v.skill, v.name, nv); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/workspace"
 	"github.com/visorhq/visor/storage/postgres"
 )
@@ -149,4 +150,35 @@ func TestWorkspaceIsolation(t *testing.T) {
 	removed, err := st.UnsetSkillEnv(ctx, s.b.ID, s.agentA.ID, "deploy", "TOKEN")
 	require.NoError(t, err)
 	require.False(t, removed)
+}
+
+// TestSkillEnvRewrap: visor secrets rotate re-wraps Skill variables under
+// the new first key, and they still open.
+func TestSkillEnvRewrap(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	st := postgres.NewWorkspaceStore(s.db)
+	ctx := context.Background()
+	k1, err := secrets.NewKey("k1")
+	require.NoError(t, err)
+	k2, err := secrets.NewKey("k2")
+	require.NoError(t, err)
+	old, err := secrets.ParseKeyring(k1)
+	require.NoError(t, err)
+	both, err := secrets.ParseKeyring(k2 + "," + k1)
+	require.NoError(t, err)
+	sealed, err := old.Seal([]byte("tok-123"), "ctx")
+	require.NoError(t, err)
+	require.NoError(t, st.SetSkillEnv(ctx, s.a.ID, s.agentA.ID, "deploy", workspace.EnvVar{Name: "TOKEN", Sealed: sealed}))
+	n, err := secrets.Rotate(ctx, both, st)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	vars, err := st.SkillEnv(ctx, s.a.ID, s.agentA.ID, "deploy")
+	require.NoError(t, err)
+	id, err := secrets.KeyID(vars[0].Sealed)
+	require.NoError(t, err)
+	require.Equal(t, "k2", id)
+	plain, err := both.Open(vars[0].Sealed, "ctx")
+	require.NoError(t, err)
+	require.Equal(t, "tok-123", string(plain))
 }
