@@ -213,6 +213,24 @@ func TestWorkspaceOverMCP(t *testing.T) {
 	require.False(t, res.IsError, res.Text)
 	require.NotContains(t, res.Text, "repo")
 
+	// The audit trail keeps a keyed hash of each path and sizes, never
+	// contents or commands.
+	for _, tool := range []string{"file_edit", "exec_command", "read_file"} {
+		rows := auditRows(t, w, r, "tool="+tool)
+		require.NotEmpty(t, rows, tool)
+		for _, row := range rows {
+			change, _ := row["change"].(string)
+			for _, secret := range []string{"calc.py", "a + b", "BEGIN CERTIFICATE", "unittest", "git.test"} {
+				require.NotContains(t, change, secret, "%s's audit row", tool)
+			}
+		}
+	}
+	edits := auditRows(t, w, r, "tool=file_edit&outcome=ok")
+	var note map[string]any
+	require.NoError(t, json.Unmarshal([]byte(edits[0]["change"].(string)), &note))
+	require.Contains(t, note, "path_sha256")
+	require.Contains(t, note, "delta_bytes")
+
 	other := strings.Replace(link, "/t/acme/", "/t/globex/", 1)
 	resp, err = http.Get(other)
 	require.NoError(t, err)
