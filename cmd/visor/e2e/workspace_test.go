@@ -229,7 +229,7 @@ func TestWorkspaceOverMCP(t *testing.T) {
 	var note map[string]any
 	require.NoError(t, json.Unmarshal([]byte(edits[0]["change"].(string)), &note))
 	require.Contains(t, note, "path_sha256")
-	require.Contains(t, note, "delta_bytes")
+	require.Contains(t, note, "new_text_chars")
 
 	other := strings.Replace(link, "/t/acme/", "/t/globex/", 1)
 	resp, err = http.Get(other)
