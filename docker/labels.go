@@ -18,6 +18,8 @@ type Kind string
 const (
 	Sandbox Kind = "sandbox"  // a script sandbox run
 	Browser Kind = "computer" // a computer-use browser session and its network
+	// Workspace is an employee's workspace container and its network.
+	Workspace Kind = "workspace"
 )
 
 // The labels on every container and network Visor creates. A sweep finds

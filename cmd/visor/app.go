@@ -31,6 +31,7 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/services/upstreams"
+	"github.com/visorhq/visor/services/workspace"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/worker"
@@ -62,6 +63,8 @@ type app struct {
 	upstreams *upstreams.Service
 	// knowledge is memories, wikis, hand-offs and beliefs.
 	knowledge *knowledge.Service
+	// workspace is the employees' workspaces and their tools.
+	workspace *workspace.Service
 	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
 	// jobs; bell wakes this replica's long-polls.
 	rounds *rounds.Service
@@ -92,6 +95,8 @@ type stores struct {
 	// rounds holds rounds and wake-ups (built with the job queue, by
 	// newRounds).
 	rounds *postgres.RoundsStore
+	// workspace holds workspaces, tracked tasks, Skills and artifacts.
+	workspace *postgres.WorkspaceStore
 	// dbSources holds the tenants' database sources (built by
 	// newDBSources).
 	dbSources *postgres.DBSourceStore
@@ -107,7 +112,7 @@ func newStores(db *postgres.DB, log *slog.Logger) stores {
 	return stores{
 		identity: postgres.NewIdentityStore(db), credentials: postgres.NewCredentialStore(db),
 		grants: postgres.NewGrantStore(db), reservations: postgres.NewReservationStore(db),
-		computer: postgres.NewComputerStore(db), sandboxRuns: postgres.NewSandboxRunStore(db),
+		computer: postgres.NewComputerStore(db), sandboxRuns: postgres.NewSandboxRunStore(db), workspace: postgres.NewWorkspaceStore(db),
 		audit: postgres.NewAuditLog(db, 4, log.With("area", "audit")),
 	}
 }
@@ -178,6 +183,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	a.knowledge = knowledge.NewService(knowledge.Config{Store: postgres.NewKnowledgeStore(a.db), Directory: a.stores.identity,
 		Relations: agents.NewDelegation(a.stores.identity), Runs: a.responsibilities, HandoffMaxBytes: cfg.HandoffMaxBytes})
 	a.rounds.SetNotes(a.knowledge)
+	a.workspace = a.newWorkspace()
 	return a, nil
 }
 

@@ -216,7 +216,7 @@ the old key. Running it again changes nothing.`,
 				return err
 			}
 			defer a.Close()
-			n, err := secrets.Rotate(ctx, cfg.Secrets.Keys, a.stores.dbSources, a.stores.upstreams)
+			n, err := secrets.Rotate(ctx, cfg.Secrets.Keys, a.stores.dbSources, a.stores.upstreams, a.stores.workspace)
 			if err != nil {
 				return fmt.Errorf("rotation stopped, nothing changed: %w", err)
 			}

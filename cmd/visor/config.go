@@ -15,30 +15,31 @@ import (
 // field comes from one VISOR_* variable (OTLP from the standard OTEL_*
 // one) and has a default that works on a developer machine.
 type Config struct {
-	DatabaseURL       string         // VISOR_DATABASE_URL
-	RedisURL          string         // VISOR_REDIS_URL
-	HTTPAddr          string         // VISOR_HTTP_ADDR
-	BaseURL           string         // VISOR_BASE_URL; derived from the listen address when empty
-	LogLevel          slog.Level     // VISOR_LOG_LEVEL
-	LogFormat         string         // VISOR_LOG_FORMAT: json or text
-	BodyLimit         int64          // VISOR_HTTP_BODY_LIMIT, bytes
-	ShutdownTimeout   time.Duration  // VISOR_SHUTDOWN_TIMEOUT
-	AdminToken        string         // VISOR_ADMIN_TOKEN: platform admin bearer token; empty disables
-	WorkerConcurrency int            // VISOR_WORKER_CONCURRENCY
-	DevDir            string         // VISOR_DEV_DIR: where `visor dev` keeps its credentials
-	WorkerHTTPAddr    string         // VISOR_WORKER_HTTP_ADDR: health and metrics of `visor worker`; empty disables
-	OTLPEndpoint      string         // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
-	LiveReconcile     time.Duration  // VISOR_LIVE_RECONCILE_EVERY
-	LiveCredentials   time.Duration  // VISOR_LIVE_CREDENTIAL_CHECK_EVERY
-	TrustedProxies    []*net.IPNet   // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
-	MCPOrigins        []string       // VISOR_MCP_ALLOWED_ORIGINS: browser origins that may call the MCP endpoint
-	OAuth             OAuthConfig    // VISOR_OAUTH_* (see oauth.go)
-	Rounds            RoundsConfig   // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
-	Computer          ComputerConfig // VISOR_COMPUTER_* (see computer.go)
-	Sandbox           SandboxConfig  // VISOR_SANDBOX_*, VISOR_WORKER_ID (see sandbox.go)
-	Secrets           SecretsConfig  // VISOR_SECRET_KEYS, VISOR_DB_ALLOWED_NETWORKS (see dbsources.go)
-	HandoffMaxBytes   int            // VISOR_HANDOFF_MAX_BYTES: cap of one working_state_handoff, bytes of UTF-8
-	Scale             ScaleConfig    // stream, connection, pool and queue limits (see scale.go)
+	DatabaseURL       string          // VISOR_DATABASE_URL
+	RedisURL          string          // VISOR_REDIS_URL
+	HTTPAddr          string          // VISOR_HTTP_ADDR
+	BaseURL           string          // VISOR_BASE_URL; derived from the listen address when empty
+	LogLevel          slog.Level      // VISOR_LOG_LEVEL
+	LogFormat         string          // VISOR_LOG_FORMAT: json or text
+	BodyLimit         int64           // VISOR_HTTP_BODY_LIMIT, bytes
+	ShutdownTimeout   time.Duration   // VISOR_SHUTDOWN_TIMEOUT
+	AdminToken        string          // VISOR_ADMIN_TOKEN: platform admin bearer token; empty disables
+	WorkerConcurrency int             // VISOR_WORKER_CONCURRENCY
+	DevDir            string          // VISOR_DEV_DIR: where `visor dev` keeps its credentials
+	WorkerHTTPAddr    string          // VISOR_WORKER_HTTP_ADDR: health and metrics of `visor worker`; empty disables
+	OTLPEndpoint      string          // OTEL_EXPORTER_OTLP_ENDPOINT: export traces over OTLP/HTTP when set
+	LiveReconcile     time.Duration   // VISOR_LIVE_RECONCILE_EVERY
+	LiveCredentials   time.Duration   // VISOR_LIVE_CREDENTIAL_CHECK_EVERY
+	TrustedProxies    []*net.IPNet    // VISOR_TRUSTED_PROXIES: whose X-Forwarded-For is believed
+	MCPOrigins        []string        // VISOR_MCP_ALLOWED_ORIGINS: browser origins that may call the MCP endpoint
+	OAuth             OAuthConfig     // VISOR_OAUTH_* (see oauth.go)
+	Rounds            RoundsConfig    // VISOR_WEBHOOK_*, VISOR_ROUND_TTL, VISOR_WORKER_RESCUE_AFTER (see rounds.go)
+	Computer          ComputerConfig  // VISOR_COMPUTER_* (see computer.go)
+	Workspace         WorkspaceConfig // VISOR_WORKSPACE_* (see workspace.go)
+	Sandbox           SandboxConfig   // VISOR_SANDBOX_*, VISOR_WORKER_ID (see sandbox.go)
+	Secrets           SecretsConfig   // VISOR_SECRET_KEYS, VISOR_DB_ALLOWED_NETWORKS (see dbsources.go)
+	HandoffMaxBytes   int             // VISOR_HANDOFF_MAX_BYTES: cap of one working_state_handoff, bytes of UTF-8
+	Scale             ScaleConfig     // stream, connection, pool and queue limits (see scale.go)
 
 	// Upstreams is VISOR_MCP_DEV_HOSTS and VISOR_MCP_UPSTREAM_IDLE (see
 	// upstreams.go).
@@ -197,6 +198,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.OAuth = loadOAuthConfig(get, bad)
 	c.Rounds = loadRoundsConfig(get, bad)
 	c.Computer = loadComputerConfig(get, bad)
+	c.Workspace = loadWorkspaceConfig(get, bad)
 	c.Sandbox = loadSandboxConfig(get, bad)
 	c.Secrets = loadSecretsConfig(get, bad)
 	c.Scale = loadScaleConfig(get, bad)

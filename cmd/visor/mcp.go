@@ -34,6 +34,7 @@ func (a *app) families() []catalog.Family {
 		a.dbSources,
 		a.knowledge,
 		a.upstreams,
+		a.workspace,
 	}
 }
 

@@ -47,6 +47,7 @@ func (a *app) edges(ctx context.Context, s *server.Server, baseURL string) error
 	if err := a.mountMCP(ctx, s, resolver, reg); err != nil {
 		return err
 	}
+	a.mountArtifacts(s.Echo(), baseURL)
 	// After the MCP endpoint: the dashboard lists the streams its hub holds.
 	a.mountDashboard(s.Echo(), resolver, frame, reg)
 	return nil
@@ -65,6 +66,7 @@ func (a *app) adminAPI(resolver *auth.Resolver, baseURL string, extra ...api.Res
 	adm.Add(api.NewDBSources(a.dbSources))
 	adm.Add(api.NewUpstreams(a.upstreams))
 	adm.Add(api.NewKnowledge(a.knowledge))
+	adm.Add(api.NewWorkspaces(a.workspace))
 	adm.Add(extra...)
 	return adm
 }

@@ -114,5 +114,8 @@ func (a *app) startRunner(ctx context.Context, metrics prometheus.Registerer) er
 	if err := a.start(ctx, &worker.TickDispatcher{Responsibilities: a.responsibilities, Log: a.log.With("area", "responsibilities")}); err != nil {
 		return err
 	}
+	if err := a.startWorkspaceWorker(ctx); err != nil {
+		return err
+	}
 	return a.startDispatcher(ctx)
 }

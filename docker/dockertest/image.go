@@ -44,6 +44,10 @@ func Sandbox(t testing.TB) string { return Image(t, "sandbox", "Dockerfile") }
 // (deploy/browser), Chromium included.
 func Browser(t testing.TB) string { return Image(t, "browser", "Dockerfile", "start-browser") }
 
+// Workspace returns the tag of the workspace image (deploy/workspace):
+// a shell, Python 3 and Git.
+func Workspace(t testing.TB) string { return Image(t, "workspace", "Dockerfile") }
+
 // Image returns the tag of the image built from deploy/<name>, building it
 // the first time a test process asks; files are the build inputs besides
 // the base that decide the tag.

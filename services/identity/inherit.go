@@ -54,10 +54,11 @@ func (s AgentSettings) Restrict(child AgentSettings) (AgentSettings, error) {
 	for _, f := range []struct{ mine, theirs *bool }{{&c.OSNative, &own.OSNative}, {&c.Recording, &own.Recording},
 		{&c.SystemOperator, &own.SystemOperator}, {&c.Codrive, &own.Codrive}, {&c.ComputerUse, &own.ComputerUse},
 		{&c.ComputerUseConfig.Workspace, &own.ComputerUseConfig.Workspace}, {&child.Fork.Enabled, &s.Fork.Enabled},
-		{&c.MCPManage, &own.MCPManage}} {
+		{&c.MCPManage, &own.MCPManage}, {&c.Workspace, &own.Workspace}} {
 		*f.mine = *f.mine && *f.theirs
 	}
 	c.DBSources = both(c.DBSources, own.DBSources)
+	c.WorkspaceConfig.AllowedHosts = both(c.WorkspaceConfig.AllowedHosts, own.WorkspaceConfig.AllowedHosts)
 	c.ComputerUseConfig.AllowedDomains = both(c.ComputerUseConfig.AllowedDomains, own.ComputerUseConfig.AllowedDomains)
 	if m := own.ComputerUseConfig.MaxActions; m > 0 && (c.ComputerUseConfig.MaxActions == 0 || c.ComputerUseConfig.MaxActions > m) {
 		c.ComputerUseConfig.MaxActions = m

@@ -96,6 +96,11 @@ type Capabilities struct {
 	// MCPManage lets the agent manage the tenant's upstream MCP servers
 	// (mcp_manage).
 	MCPManage bool `json:"mcp_manage,omitempty"`
+	// Workspace lists the workspace tools (files, commands, tasks,
+	// Skills, artifacts); WorkspaceConfig says where its container may
+	// connect.
+	Workspace       bool            `json:"workspace"`
+	WorkspaceConfig WorkspaceConfig `json:"workspace_config"`
 	// ScopedTools stay hidden until a live grant names them for this agent.
 	ScopedTools []string `json:"scoped_tools,omitempty"`
 }
@@ -105,6 +110,14 @@ type ComputerUseConfig struct {
 	Workspace      bool     `json:"workspace"`
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
 	MaxActions     int      `json:"max_actions,omitempty"`
+}
+
+// WorkspaceConfig is [capabilities.workspace_config].
+type WorkspaceConfig struct {
+	// AllowedHosts are the host names the workspace container may reach
+	// over HTTPS (port 443, through the worker's egress proxy); empty
+	// means no network at all.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
 }
 
 // Fork is the [fork] section.

@@ -20,6 +20,7 @@ func ValidateAgentSettings(s AgentSettings) error {
 	lists := map[string][]string{
 		"allowed_tools": c.AllowedTools, "denied_tools": c.DeniedTools, "db_sources": c.DBSources,
 		"scoped_tools": c.ScopedTools, "computer_use_config.allowed_domains": c.ComputerUseConfig.AllowedDomains,
+		"workspace_config.allowed_hosts": c.WorkspaceConfig.AllowedHosts,
 	}
 	for name, l := range lists {
 		if err := checkList(name, l); err != nil {

@@ -26,6 +26,7 @@ const (
 	GateDBSources         Gate = "db_sources"         // agent [capabilities] db_sources non-empty
 	GateFork              Gate = "fork"               // agent [fork] enabled
 	GateMCPManage         Gate = "mcp_manage"         // agent [capabilities] mcp_manage
+	GateWorkspace         Gate = "workspace"          // agent [capabilities] workspace
 )
 
 type gateRule struct {
@@ -53,6 +54,7 @@ var gateRules = map[Gate]gateRule{
 	GateDBSources: {agent: func(s identity.AgentSettings) bool { return len(s.Capabilities.DBSources) > 0 }, off: "needs [capabilities] db_sources"},
 	GateFork:      {agent: func(s identity.AgentSettings) bool { return s.Fork.Enabled }, off: "needs [fork] enabled"},
 	GateMCPManage: {agent: func(s identity.AgentSettings) bool { return s.Capabilities.MCPManage }, off: "needs [capabilities] mcp_manage"},
+	GateWorkspace: {agent: func(s identity.AgentSettings) bool { return s.Capabilities.Workspace }, off: "needs [capabilities] workspace"},
 }
 
 // Known reports whether g is a gate the policy knows.

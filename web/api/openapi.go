@@ -114,6 +114,7 @@ var tagDescriptions = map[string]string{
 	"responsibilities": "The standing work of AI employees: their schedules, windows and caps, runs, skipped wake-ups, and the questions they ask operators.",
 	"knowledge":        "What AI employees remember: memories with their sources, wikis, belief calibration, and forgetting a source.",
 	"runtime":          "Where AI employees' wake-ups are pushed (signed webhooks), and the wake-ups themselves with their dead letters.",
+	"workspaces":       "AI employees' workspaces for the file and command tools: usage, stopping their commands, resetting them.",
 }
 
 // securitySchemes are the credentials the admin API knows.

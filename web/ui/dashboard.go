@@ -24,6 +24,7 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/sandbox"
 	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/services/workspace"
 	"github.com/visorhq/visor/web/api"
 )
 
@@ -82,6 +83,8 @@ type Deps struct {
 	DBSources *dbsources.Service
 	// Knowledge is memories, wikis and beliefs. Nil leaves its page out.
 	Knowledge *knowledge.Service
+	// Workspaces is the employees' workspaces; nil answers its pages 503.
+	Workspaces *workspace.Service
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -135,6 +138,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.computerRoutes(g)
 	d.dbSourceRoutes(g)
 	d.knowledgeRoutes(g)
+	d.workspaceRoutes(g)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

@@ -1,0 +1,208 @@
+package workspace_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/secrets"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/services/workspace"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+)
+
+type fixture struct {
+	reg      *tools.Registry
+	ada, bob *tools.Subject
+	gil      *tools.Subject // another tenant's employee
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	db := pgtest.New(t)
+	ids := identity.NewService(postgres.NewIdentityStore(db), changes.Discard{}, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	acme, err := ids.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	globex, err := ids.CreateTenant(ctx, "globex", "Globex")
+	require.NoError(t, err)
+	subject := func(tn identity.Tenant, name string) *tools.Subject {
+		a, err := ids.CreateAgent(ctx, tn.ID, identity.NewAgent{Name: name})
+		require.NoError(t, err)
+		return &tools.Subject{Tenant: tn, Agent: &a, Principal: identity.Principal{TenantID: tn.ID, TenantSlug: tn.Slug, Kind: identity.KindEmployee, AgentID: a.ID}}
+	}
+	k, err := secrets.NewKey("k1")
+	require.NoError(t, err)
+	keys, err := secrets.ParseKeyring(k)
+	require.NoError(t, err)
+	st := postgres.NewWorkspaceStore(db)
+	svc := workspace.NewService(workspace.Config{Store: st, Tasks: st, Skills: st, Artifacts: st, Keys: keys})
+	reg := tools.NewRegistry()
+	svc.Register(reg)
+	return &fixture{reg: reg, ada: subject(acme, "ada"), bob: subject(acme, "bob"), gil: subject(globex, "gil")}
+}
+
+func (f *fixture) call(t *testing.T, sub *tools.Subject, name string, args map[string]any) (*tools.Result, map[string]any, error) {
+	t.Helper()
+	tool, ok := f.reg.Get(name)
+	require.True(t, ok)
+	raw, _ := json.Marshal(args)
+	res, err := tool.Handler(context.Background(), tools.Call{Subject: sub, Name: name, Raw: raw})
+	if err != nil {
+		return nil, nil, err
+	}
+	var m map[string]any
+	b, _ := json.Marshal(res.Structured)
+	require.NoError(t, json.Unmarshal(b, &m))
+	require.NotContains(t, m, "ok", "no generic ok in structured content")
+	return res, m, nil
+}
+
+// TestTaskManage: the whole life of a tracked task, complete refused
+// without evidence, and tasks private to their employee and tenant.
+func TestTaskManage(t *testing.T) {
+	f := newFixture(t)
+	round := uuid.New()
+	f.ada.Principal.TaskID = round
+	_, m, err := f.call(t, f.ada, "task_manage", map[string]any{"action": "create", "title": "Fix add", "steps": []string{"reproduce", "fix", "test"}})
+	require.NoError(t, err)
+	id := m["task_id"].(string)
+	require.Equal(t, round.String(), m["board_task_id"], "linked to the round's board task")
+	require.Equal(t, "active", m["state"])
+
+	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "checkpoint", "task_id": id, "note": "reproduced", "steps_done": []int{1}})
+	require.NoError(t, err)
+	require.Equal(t, true, m["steps"].([]any)[0].(map[string]any)["done"])
+	_, _, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "checkpoint", "task_id": id, "steps_done": []int{9}})
+	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "block", "task_id": id, "reason": "waiting for review"})
+	require.NoError(t, err)
+	require.Equal(t, "blocked", m["state"])
+	_, _, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "complete", "task_id": id, "evidence": []map[string]any{{"kind": "test", "detail": "ok"}}})
+	require.True(t, fault.Is(err, fault.Conflict), "a blocked task does not complete: %v", err)
+	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "resume", "task_id": id, "note": "reviewed"})
+	require.NoError(t, err)
+	require.Equal(t, "active", m["state"])
+	require.NotNil(t, m["blockers"].([]any)[0].(map[string]any)["resolved_at"])
+
+	_, _, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "complete", "task_id": id, "summary": "done"})
+	require.True(t, fault.Is(err, fault.Invalid), "complete without evidence: %v", err)
+	require.Contains(t, err.Error(), "needs verification evidence")
+	_, _, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "final_review", "task_id": id, "summary": "all green",
+		"evidence": []map[string]any{{"kind": "nonsense", "detail": "x"}}})
+	require.True(t, fault.Is(err, fault.Invalid), "unknown evidence kind: %v", err)
+	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "final_review", "task_id": id, "summary": "all green",
+		"evidence": []map[string]any{{"kind": "test", "detail": "python3 -m unittest: OK"}}})
+	require.NoError(t, err)
+	require.Equal(t, "review", m["state"])
+	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "complete", "task_id": id})
+	require.NoError(t, err, "evidence recorded at final_review counts")
+	require.Equal(t, "completed", m["state"])
+	_, _, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "checkpoint", "task_id": id, "note": "more"})
+	require.True(t, fault.Is(err, fault.Conflict), "a completed task takes no more actions: %v", err)
+
+	for _, sub := range []*tools.Subject{f.bob, f.gil} {
+		_, _, err = f.call(t, sub, "task_manage", map[string]any{"action": "get", "task_id": id})
+		require.True(t, fault.Is(err, fault.NotFound), "another employee's task: %v", err)
+		_, m, err = f.call(t, sub, "task_manage", map[string]any{"action": "list"})
+		require.NoError(t, err)
+		require.Empty(t, m["tasks"])
+	}
+	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "list", "state": "completed"})
+	require.NoError(t, err)
+	require.Len(t, m["tasks"], 1)
+	op := &tools.Subject{Principal: identity.Principal{TenantID: f.ada.Principal.TenantID, Kind: identity.KindOperator}}
+	_, _, err = f.call(t, op, "task_manage", map[string]any{"action": "list"})
+	require.True(t, fault.Is(err, fault.Forbidden), "an operator key has no tasks of its own: %v", err)
+}
+
+func packSkill(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for n, c := range files {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(c)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(c))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	return buf.Bytes()
+}
+
+func TestCheckSkill(t *testing.T) {
+	ok := workspace.CheckSkill(packSkill(t, map[string]string{"SKILL.md": "---\nname: deploy-app\ndescription: Ship the app.\n---\n# Steps\n", "run.sh": "echo hi\n"}))
+	require.True(t, ok.Valid, "%v", ok.Issues)
+	require.Equal(t, "deploy-app", ok.Name)
+	require.Equal(t, 2, ok.Files)
+	bad := workspace.CheckSkill(packSkill(t, map[string]string{"README.md": "x"}))
+	require.False(t, bad.Valid)
+	require.Contains(t, bad.Issues, "no SKILL.md at the folder's root")
+	bad = workspace.CheckSkill(packSkill(t, map[string]string{"SKILL.md": "---\nname: Bad Name\n---\n"}))
+	require.False(t, bad.Valid)
+	require.Len(t, bad.Issues, 2, "%v", bad.Issues)
+	_, _, err := workspace.ParseSkillPath("skill://../x")
+	require.True(t, fault.Is(err, fault.Invalid))
+	name, file, err := workspace.ParseSkillPath("skill://deploy-app")
+	require.NoError(t, err)
+	require.Equal(t, []string{"deploy-app", "SKILL.md"}, []string{name, file})
+	_, _, err = workspace.ParseSkillPath("skill://deploy-app/../../etc/passwd")
+	require.True(t, fault.Is(err, fault.Invalid))
+}
+
+// TestSkillSearchSources: hub refused with bank; github and hub say they
+// need a network Visor does not reach; all searches the bank and says
+// what it left out.
+func TestSkillSearchSources(t *testing.T) {
+	f := newFixture(t)
+	_, _, err := f.call(t, f.ada, "skill_search", map[string]any{"query": "deploy", "source": "bank", "hub": "clawhub"})
+	require.True(t, fault.Is(err, fault.Invalid))
+	require.Contains(t, err.Error(), "hub is not accepted with source=bank")
+	for _, src := range []string{"github", "hub"} {
+		_, _, err = f.call(t, f.ada, "skill_search", map[string]any{"query": "deploy", "source": src})
+		require.True(t, fault.Is(err, fault.Unavailable), "%s: %v", src, err)
+		require.Contains(t, err.Error(), "needs the public internet")
+	}
+	res, m, err := f.call(t, f.ada, "skill_search", map[string]any{"query": "deploy"})
+	require.NoError(t, err)
+	require.Empty(t, m["results"])
+	require.Len(t, m["unsearched_sources"], 2)
+	require.Contains(t, res.Text, "were not searched")
+	// Environment calls need an installed Skill.
+	_, _, err = f.call(t, f.ada, "skill_package", map[string]any{"action": "env_list", "name": "deploy-app"})
+	require.True(t, fault.Is(err, fault.NotFound))
+	tool, _ := f.reg.Get("skill_package")
+	require.Equal(t, tools.PermModifyOwnSkills, tool.Permission)
+	require.True(t, tool.PermissionIf(map[string]any{"action": "install"}))
+	require.False(t, tool.PermissionIf(map[string]any{"action": "validate"}))
+	require.False(t, tool.PermissionIf(map[string]any{"action": "env_list"}))
+}
+
+// TestFileToolsWithoutAWorker: a file tool in a deployment without
+// workspace workers is a clear unavailable error, and the tools act only
+// for AI employees.
+func TestFileToolsWithoutAWorker(t *testing.T) {
+	f := newFixture(t)
+	_, _, err := f.call(t, f.ada, "read_file", map[string]any{"path": "a.txt"})
+	require.True(t, fault.Is(err, fault.Unavailable), "%v", err)
+	require.True(t, strings.Contains(err.Error(), "not configured"), "%v", err)
+	op := &tools.Subject{Principal: identity.Principal{TenantID: f.ada.Principal.TenantID, Kind: identity.KindOperator}}
+	_, _, err = f.call(t, op, "list_dir", map[string]any{})
+	require.True(t, fault.Is(err, fault.Forbidden), "%v", err)
+	for _, tl := range f.reg.All() {
+		require.True(t, tl.ProcessAgent, "%s acts for an employee only", tl.Name)
+	}
+}
