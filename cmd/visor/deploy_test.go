@@ -125,7 +125,8 @@ func randSuffix() string { return strings.ReplaceAll(time.Now().Format("150405.0
 // Linux binaries for amd64 and arm64 of ./cmd/visor with the version and
 // commit linked into the variables `visor version` prints, archives the
 // LICENSE and CHANGELOG with them, and builds the image from a Dockerfile
-// that exists. (CI runs `goreleaser check` and a snapshot build of it.)
+// that exists. (CI also loads it strictly and cross-compiles every target
+// with .ci/releasecheck.)
 func TestReleaseRecipeStampsTheVersion(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("../../.goreleaser.yaml")
