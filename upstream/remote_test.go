@@ -230,3 +230,27 @@ func TestDisableRemoveRefresh(t *testing.T) {
 	_, err = h.svc.Call(ctx, sub, "fixture:echo", map[string]any{"text": "x"})
 	requireRefusal(t, err, tools.EventUnknownTool)
 }
+
+// TestCallableServersFollowThePolicy: the servers the context tool names
+// are those of which the caller may call at least one tool, with the
+// count of those tools; a disabled server and another tenant's are absent.
+func TestCallableServersFollowThePolicy(t *testing.T) {
+	t.Parallel()
+	f, h := newFixture(t), newHarness(t)
+	ctx := context.Background()
+	srv := h.add(t, h.a, "fixture", f.http.URL+"/mcp", nil)
+	callable := func(sub *tools.Subject) []upstreams.Callable {
+		out, err := h.svc.CallableServers(ctx, sub)
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, []upstreams.Callable{{Name: "fixture", Tools: 7}}, callable(h.operator(h.a)))
+	denied := h.employee(t, h.a, h.agentA, func(c *identity.Capabilities) { c.DeniedTools = []string{"mcp__fixture__b*", "mcp__fixture__note"} })
+	require.Equal(t, []upstreams.Callable{{Name: "fixture", Tools: 4}}, callable(denied))
+	none := h.employee(t, h.a, h.agentA, func(c *identity.Capabilities) { c.DeniedTools = []string{"mcp__fixture__*"} })
+	require.Empty(t, callable(none), "a server with no tool the caller may call is not named")
+	require.Empty(t, callable(h.employee(t, h.b, h.agentB, nil)), "another tenant's server is not named")
+	_, err := h.svc.SetEnabled(ctx, h.a.ID, srv.Name, false)
+	require.NoError(t, err)
+	require.Empty(t, callable(h.operator(h.a)), "a disabled server is not named")
+}

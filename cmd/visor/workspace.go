@@ -16,6 +16,8 @@ import (
 	dockerws "github.com/visorhq/visor/docker/workspace"
 	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/services/upstreams"
 	"github.com/visorhq/visor/services/workspace"
 	"github.com/visorhq/visor/storage/redisx"
 )
@@ -92,10 +94,29 @@ func (a *app) newWorkspace() *workspace.Service {
 	cfg := workspace.Config{Store: st, Tasks: st, Skills: st, Artifacts: st, Keys: a.cfg.Secrets.Keys, Quota: a.cfg.Workspace.Quota,
 		Image: a.cfg.Workspace.Image, Log: a.log.With("area", "workspace"),
 		Images: egressImages{c: egress.New(egress.Config{Timeout: 10 * time.Second, MaxBytes: workspace.MaxImageBytes})}}
+	if a.upstreams != nil {
+		cfg.Upstreams = upstreamLister{a.upstreams}
+	}
 	if a.rdb != nil {
 		cfg.Runner = &workspace.PlaneRunner{Plane: redisx.NewPlane(a.rdb, "", a.log.With("area", "plane")), Store: st}
 	}
 	return workspace.NewService(cfg)
+}
+
+// upstreamLister tells the context tool which upstream MCP servers a
+// caller may use.
+type upstreamLister struct{ s *upstreams.Service }
+
+func (l upstreamLister) UpstreamsFor(ctx context.Context, sub *tools.Subject) ([]workspace.UpstreamServer, error) {
+	servers, err := l.s.CallableServers(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]workspace.UpstreamServer, 0, len(servers))
+	for _, c := range servers {
+		out = append(out, workspace.UpstreamServer{Name: c.Name, Description: c.Description, Tools: c.Tools})
+	}
+	return out, nil
 }
 
 // egressImages fetches view_image URLs through the outbound guard.

@@ -158,3 +158,39 @@ func summary(desc string) string {
 	}
 	return cut(desc, summaryBytes-3) + "..."
 }
+
+// Callable is one enabled upstream server and how many of its tools a
+// subject may call.
+type Callable struct {
+	Name        string
+	Description string
+	Tools       int
+}
+
+// CallableServers lists the tenant's servers of which the policy lets sub
+// call at least one tool, by name, with the count of those tools: what
+// the context tool tells an employee it can reach through mcp_tool_*.
+func (s *Service) CallableServers(ctx context.Context, sub *tools.Subject) ([]Callable, error) {
+	servers, err := s.cfg.Store.List(ctx, sub.Principal.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.cfg.Store.Catalog(ctx, sub.Principal.TenantID, "")
+	if err != nil {
+		return nil, err
+	}
+	count := map[string]int{}
+	for _, t := range all {
+		if tools.DecideUpstream(sub, FullName(t.Server, t.Name)).Allowed {
+			count[t.Server]++
+		}
+	}
+	out := []Callable{}
+	for _, srv := range servers {
+		if srv.Enabled && count[srv.Name] > 0 {
+			out = append(out, Callable{Name: srv.Name, Description: srv.Description, Tools: count[srv.Name]})
+		}
+	}
+	slices.SortFunc(out, func(a, b Callable) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
