@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	dws "github.com/visorhq/visor/docker/workspace"
+	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/tools"
@@ -150,4 +151,94 @@ func TestSkillEnvIsRedactedFromOutput(t *testing.T) {
 	require.NoError(t, err)
 	m = e.sh(t, "cat leak.txt")
 	require.Equal(t, secret+"\n", m["output"])
+}
+
+// TestSkillFlow: install stores a workspace folder as the Skill's new
+// active version without running anything in it; read_file
+// skill://name/SKILL.md reads the active version; rollback and activate
+// move between versions; can_modify_own_skills=false refuses install,
+// activate, rollback and env_set, though validate and env_list stay open.
+func TestSkillFlow(t *testing.T) {
+	e := newToolEnv(t)
+	run := "#!/bin/sh\ntouch /workspace/RAN\n"
+	e.write(t, "skills/deploy-app/SKILL.md", skillMD)
+	e.write(t, "skills/deploy-app/run.sh", run)
+	e.sh(t, "chmod +x skills/deploy-app/run.sh")
+
+	_, m, err := e.call(t, e.ada, "skill_package", map[string]any{"action": "install", "path": "skills/deploy-app"})
+	require.NoError(t, err)
+	require.Equal(t, true, m["installed"])
+	sk := m["skill"].(map[string]any)
+	require.Equal(t, "deploy-app", sk["name"])
+	require.EqualValues(t, 1, sk["version"])
+	m = e.sh(t, "test -e RAN && echo ran || echo not-run")
+	require.Equal(t, "not-run\n", m["output"], "installing never runs the Skill")
+
+	_, m, err = e.call(t, e.ada, "read_file", map[string]any{"path": "skill://deploy-app/SKILL.md"})
+	require.NoError(t, err)
+	require.Equal(t, skillMD, m["content"])
+	_, m, err = e.call(t, e.ada, "read_file", map[string]any{"path": "skill://deploy-app/run.sh"})
+	require.NoError(t, err)
+	require.Equal(t, run, m["content"])
+
+	// Version 2 changes the document; it becomes the active one.
+	v2 := "---\nname: deploy-app\ndescription: Ship the app, v2.\n---\n# Deploy v2\n"
+	e.write(t, "skills/deploy-app/SKILL.md", v2)
+	_, m, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "install", "path": "skills/deploy-app"})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, m["skill"].(map[string]any)["version"])
+	_, m, err = e.call(t, e.ada, "read_file", map[string]any{"path": "skill://deploy-app/SKILL.md"})
+	require.NoError(t, err)
+	require.Equal(t, v2, m["content"])
+	_, m, err = e.call(t, e.ada, "visor_context", map[string]any{})
+	require.NoError(t, err)
+	require.Equal(t, []any{map[string]any{"name": "deploy-app", "version": float64(2), "description": "Ship the app, v2.", "read": "skill://deploy-app/SKILL.md"}}, m["skills"])
+
+	_, m, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "rollback", "name": "deploy-app"})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, m["active_version"])
+	require.EqualValues(t, 2, m["previous_version"])
+	require.Equal(t, true, m["changed"])
+	_, m, err = e.call(t, e.ada, "read_file", map[string]any{"path": "skill://deploy-app/SKILL.md"})
+	require.NoError(t, err)
+	require.Equal(t, skillMD, m["content"], "rollback restores version 1's document")
+	_, _, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "rollback", "name": "deploy-app"})
+	require.True(t, fault.Is(err, fault.Conflict), "nothing before version 1: %v", err)
+	_, m, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "activate", "name": "deploy-app", "version": 2})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, m["active_version"])
+	_, _, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "activate", "name": "deploy-app", "version": 7})
+	require.True(t, fault.Is(err, fault.NotFound), "%v", err)
+
+	// A folder without SKILL.md is not installed.
+	e.write(t, "skills/broken/README.md", "x\n")
+	_, _, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "install", "path": "skills/broken"})
+	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+	require.Contains(t, err.Error(), "no SKILL.md")
+
+	// can_modify_own_skills = false.
+	no := false
+	e.ada.Agent.Settings.Permissions = &identity.Permissions{CanModifyOwnSkills: &no}
+	for _, args := range []map[string]any{
+		{"action": "install", "path": "skills/deploy-app"},
+		{"action": "activate", "name": "deploy-app", "version": 1},
+		{"action": "rollback", "name": "deploy-app"},
+		{"action": "env_set", "name": "deploy-app", "env_name": "X_KEY", "env_value": "value"},
+	} {
+		_, _, err = e.call(t, e.ada, "skill_package", args)
+		var r *refused
+		require.ErrorAs(t, err, &r, "%v", args)
+		require.Equal(t, tools.EventPermissionDenied, r.d.Event)
+		require.Contains(t, r.d.Reason, "can_modify_own_skills is false")
+	}
+	_, m, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "validate", "path": "skills/deploy-app"})
+	require.NoError(t, err)
+	require.Equal(t, true, m["valid"])
+	_, _, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "env_list", "name": "deploy-app"})
+	require.NoError(t, err)
+	_, m, err = e.call(t, e.ada, "read_file", map[string]any{"path": "skill://deploy-app/SKILL.md"})
+	require.NoError(t, err)
+	require.Equal(t, v2, m["content"], "the refused calls changed nothing")
+	m = e.sh(t, "test -e RAN && echo ran || echo not-run")
+	require.Equal(t, "not-run\n", m["output"])
 }
