@@ -1,8 +1,13 @@
 package workspace_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
 	"testing"
 	"time"
 
@@ -241,4 +246,93 @@ func TestSkillFlow(t *testing.T) {
 	require.Equal(t, v2, m["content"], "the refused calls changed nothing")
 	m = e.sh(t, "test -e RAN && echo ran || echo not-run")
 	require.Equal(t, "not-run\n", m["output"])
+}
+
+// putBytes writes b to path in the workspace (base64 through commands).
+func (e *toolEnv) putBytes(t *testing.T, path string, b []byte) {
+	t.Helper()
+	enc := base64.StdEncoding.EncodeToString(b)
+	e.sh(t, "mkdir -p \"$(dirname "+path+")\" && rm -f "+path+".b64")
+	for len(enc) > 0 {
+		n := min(len(enc), 12<<10)
+		e.sh(t, "printf %s '"+enc[:n]+"' >> "+path+".b64")
+		enc = enc[n:]
+	}
+	e.sh(t, "base64 -d "+path+".b64 > "+path+" && rm "+path+".b64")
+}
+
+func encodePNG(t *testing.T, img image.Image) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	return buf.Bytes()
+}
+
+// TestViewImageFromTheWorkspace: a PNG written into the workspace comes
+// back as an MCP image: a large opaque one scaled to max_dimension and
+// converted to JPEG within the reply limit, a small transparent one kept
+// as PNG at its size; a file that is no image and a path out of the
+// workspace are refused.
+func TestViewImageFromTheWorkspace(t *testing.T) {
+	e := newToolEnv(t)
+	big := image.NewNRGBA(image.Rect(0, 0, 3000, 1200))
+	for y := 0; y < 1200; y++ {
+		for x := 0; x < 3000; x++ {
+			c := color.NRGBA{R: 220, G: 30, B: 30, A: 255} // left half red
+			if x >= 1500 {
+				c = color.NRGBA{R: 30, G: 30, B: 220, A: 255} // right half blue
+			}
+			big.SetNRGBA(x, y, c)
+		}
+	}
+	e.putBytes(t, "pics/big.png", encodePNG(t, big))
+
+	res, m, err := e.call(t, e.ada, "view_image", map[string]any{"path": "pics/big.png"})
+	require.NoError(t, err)
+	require.Len(t, res.Images, 1)
+	require.Equal(t, "image/jpeg", res.Images[0].MIMEType, "an opaque picture is sent as JPEG")
+	require.LessOrEqual(t, len(res.Images[0].Data), domain.MaxImageReply)
+	got, format, err := image.Decode(bytes.NewReader(res.Images[0].Data))
+	require.NoError(t, err)
+	require.Equal(t, "jpeg", format)
+	require.Equal(t, image.Rect(0, 0, domain.DefaultImageDimension, 1200*domain.DefaultImageDimension/3000), got.Bounds())
+	r, _, b, _ := got.At(100, 100).RGBA()
+	require.Greater(t, r>>8, uint32(180), "the left stays red")
+	require.Less(t, b>>8, uint32(80))
+	r, _, b, _ = got.At(got.Bounds().Dx()-100, 100).RGBA()
+	require.Less(t, r>>8, uint32(80), "the right stays blue")
+	require.Greater(t, b>>8, uint32(180))
+	require.Equal(t, "workspace", m["source"])
+	require.Equal(t, true, m["resized"])
+	require.EqualValues(t, 3000, m["original_width"])
+	require.EqualValues(t, 1200, m["original_height"])
+	require.EqualValues(t, domain.DefaultImageDimension, m["width"])
+	require.NotContains(t, res.Text, "base64")
+
+	_, m, err = e.call(t, e.ada, "view_image", map[string]any{"path": "pics/big.png", "max_dimension": 100})
+	require.NoError(t, err)
+	require.EqualValues(t, 100, m["width"])
+	require.EqualValues(t, 40, m["height"])
+	_, _, err = e.call(t, e.ada, "view_image", map[string]any{"path": "pics/big.png", "max_dimension": 5000})
+	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+
+	small := image.NewNRGBA(image.Rect(0, 0, 40, 30))
+	small.SetNRGBA(3, 4, color.NRGBA{G: 255, A: 128})
+	e.putBytes(t, "pics/small.png", encodePNG(t, small))
+	res, m, err = e.call(t, e.ada, "view_image", map[string]any{"path": "pics/small.png"})
+	require.NoError(t, err)
+	require.Equal(t, "image/png", res.Images[0].MIMEType, "transparency keeps PNG")
+	require.Equal(t, false, m["resized"])
+	got, err = png.Decode(bytes.NewReader(res.Images[0].Data))
+	require.NoError(t, err)
+	require.Equal(t, image.Rect(0, 0, 40, 30), got.Bounds())
+	require.Equal(t, color.NRGBA{G: 255, A: 128}, color.NRGBAModel.Convert(got.At(3, 4)))
+
+	e.write(t, "notes.txt", "not a picture\n")
+	_, _, err = e.call(t, e.ada, "view_image", map[string]any{"path": "notes.txt"})
+	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+	_, _, err = e.call(t, e.ada, "view_image", map[string]any{"path": "../etc/passwd"})
+	require.True(t, fault.Is(err, fault.Invalid), "%v", err)
+	_, _, err = e.call(t, e.ada, "view_image", map[string]any{"path": "pics/missing.png"})
+	require.True(t, fault.Is(err, fault.NotFound), "%v", err)
 }
