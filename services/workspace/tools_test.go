@@ -27,9 +27,10 @@ type fixture struct {
 	reg      *tools.Registry
 	ada, bob *tools.Subject
 	gil      *tools.Subject // another tenant's employee
+	store    *postgres.WorkspaceStore
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...func(*workspace.Config)) *fixture {
 	t.Helper()
 	db := pgtest.New(t)
 	ids := identity.NewService(postgres.NewIdentityStore(db), changes.Discard{}, slog.New(slog.DiscardHandler))
@@ -48,10 +49,14 @@ func newFixture(t *testing.T) *fixture {
 	keys, err := secrets.ParseKeyring(k)
 	require.NoError(t, err)
 	st := postgres.NewWorkspaceStore(db)
-	svc := workspace.NewService(workspace.Config{Store: st, Tasks: st, Skills: st, Artifacts: st, Keys: keys})
+	cfg := workspace.Config{Store: st, Tasks: st, Skills: st, Artifacts: st, Keys: keys}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	svc := workspace.NewService(cfg)
 	reg := tools.NewRegistry()
 	svc.Register(reg)
-	return &fixture{reg: reg, ada: subject(acme, "ada"), bob: subject(acme, "bob"), gil: subject(globex, "gil")}
+	return &fixture{reg: reg, store: st, ada: subject(acme, "ada"), bob: subject(acme, "bob"), gil: subject(globex, "gil")}
 }
 
 func (f *fixture) call(t *testing.T, sub *tools.Subject, name string, args map[string]any) (*tools.Result, map[string]any, error) {
