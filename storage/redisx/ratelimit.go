@@ -40,7 +40,7 @@ func (l *RateLimiter) Reserve(ctx context.Context, key string, n int, per time.D
 	sum := sha256.Sum256([]byte(key))
 	window := l.now().UnixNano() / int64(per)
 	k := l.prefix + hex.EncodeToString(sum[:16]) + ":" + strconv.FormatInt(window, 10)
-	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, answerWithin)
 	defer cancel()
 	pipe := l.rdb.TxPipeline()
 	incr := pipe.Incr(ctx, k)
@@ -51,12 +51,18 @@ func (l *RateLimiter) Reserve(ctx context.Context, key string, n int, per time.D
 	return func(ctx context.Context) error { return l.refund(ctx, k) }, incr.Val() <= int64(n), nil
 }
 
+// answerWithin is how long a count may take before the caller falls back to
+// its own replica's count. A busy replica or Redis can take a few hundred
+// milliseconds to answer; falling back then splits a budget between
+// replicas, so only an unreachable Redis should make it happen.
+const answerWithin = 2 * time.Second
+
 // decrExisting decrements a window's count only while the window still
 // exists, so a late refund never leaves a count behind without an expiry.
 var decrExisting = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0`)
 
 func (l *RateLimiter) refund(ctx context.Context, key string) error {
-	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, answerWithin)
 	defer cancel()
 	return decrExisting.Run(ctx, l.rdb, []string{key}).Err()
 }
