@@ -91,12 +91,26 @@ func evalString(t *testing.T, tab context.Context, js string) string {
 	return s
 }
 
-// textOf returns the text of the first element matching sel.
+// textOf returns the visible text of the first element matching sel,
+// once there is one. The element is found and read in one evaluation: a
+// page that re-renders between a query and a read (a navigation landing,
+// a live region updating) would otherwise leave a stale node id.
 func textOf(t *testing.T, tab context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(sel)))
-	require.NoError(t, err, sel)
-	return s
+	q, err := json.Marshal(sel)
+	require.NoError(t, err)
+	js := `(() => { const e = document.querySelector(` + string(q) + `); return e ? "+" + e.innerText : "" })()`
+	var text string
+	waitFor(t, tab, `!!document.querySelector(`+string(q)+`)`, sel)
+	testsignal.Until(t, 30*time.Second, 50*time.Millisecond, sel, func() bool {
+		s, err := chromedp.Run(tab, chromedp.Evaluate[string](js))
+		if err != nil || s == "" { // a navigation in flight: ask again
+			return false
+		}
+		text = s[1:]
+		return true
+	})
+	return text
 }
 
 // TestDashboardInABrowser drives the dashboard in headless Chromium
