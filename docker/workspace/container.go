@@ -62,7 +62,7 @@ func (m *Manager) startContainer(ctx context.Context, h *held) error {
 		ReadonlyRootfs: true, LogConfig: container.LogConfig{Type: "none"},
 		Tmpfs: map[string]string{"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"},
 		Mounts: []mount.Mount{
-			{Type: mount.TypeBind, Source: filepath.Join(h.dir, "files"), Target: domain.MountPath},
+			{Type: mount.TypeBind, Source: filesDir(h.dir), Target: domain.MountPath},
 			{Type: mount.TypeBind, Source: filepath.Join(h.dir, "skills"), Target: "/skills", ReadOnly: true},
 		},
 		Resources: container.Resources{Memory: m.cfg.Memory, MemorySwap: m.cfg.Memory, PidsLimit: &pids, NanoCPUs: NanoCPUs},
@@ -145,6 +145,11 @@ func (h *held) teardown(m *Manager) {
 	}
 	if h.tree != nil {
 		_ = h.tree.Close()
+	}
+	if h.mounted {
+		if err := unmountQuota(filesDir(h.dir)); err != nil {
+			m.log.Warn("unmount workspace filesystem", "workspace", h.ref.ID, "err", err)
+		}
 	}
 	if h.dir != "" {
 		if err := removeAll(h.dir); err != nil {

@@ -256,3 +256,46 @@ func TestStopSavesWhatARunningCommandWrote(t *testing.T) {
 	v = exec(t, m, e.ref, "cat p", 10*time.Second)
 	require.Equal(t, "part\n", v.Output)
 }
+
+// TestCommandsCannotWritePastTheQuota: the tree is on a filesystem of the
+// quota's size, so a command writing past the quota fails with ENOSPC as
+// a normal result; file_edit refuses to grow the full workspace; the
+// snapshot saved stays within the quota and restores; removing the file
+// makes the workspace usable again.
+func TestCommandsCannotWritePastTheQuota(t *testing.T) {
+	e := setup(t) // a 64 MiB quota
+	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
+	ctx := context.Background()
+
+	v := exec(t, m, e.ref, "dd if=/dev/zero of=big bs=1M count=100", 30*time.Second)
+	require.Equal(t, domain.Exited, v.Status)
+	require.False(t, *v.CommandOK, "the command failed: %s", v.Output)
+	require.NotZero(t, *v.ExitCode)
+	require.Contains(t, v.Output, "No space left on device")
+	v = exec(t, m, e.ref, "yes > y.txt", 30*time.Second)
+	require.False(t, *v.CommandOK, "yes > file ends at the quota too: %s", v.Output)
+
+	_, err := m.Do(ctx, e.ref, domain.Op{Edit: &domain.EditArgs{Action: "add", Path: "more.txt", Content: "more\n"}}, false)
+	require.True(t, fault.Is(err, fault.TooLarge), "file_edit refuses to grow a full workspace: %v", err)
+	a, err := m.Do(ctx, e.ref, domain.Op{Status: true}, false)
+	require.NoError(t, err)
+	require.LessOrEqual(t, a.Usage.Bytes, e.ref.Quota)
+
+	_, err = m.Do(ctx, e.ref, domain.Op{Stop: true}, false)
+	require.NoError(t, err)
+	ws, err := e.store.Get(ctx, e.tenant.ID, e.agent.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), ws.Revision)
+	require.LessOrEqual(t, ws.BytesUsed, e.ref.Quota, "the snapshot holds at most the quota")
+	require.Greater(t, ws.BytesUsed, e.ref.Quota/2)
+
+	// Restored (full), the workspace is usable once a file goes.
+	v = exec(t, m, e.ref, "rm big && echo fine > small.txt && cat small.txt && df -k /workspace | tail -1", 30*time.Second)
+	require.True(t, *v.CommandOK, v.Output)
+	require.Contains(t, v.Output, "fine\n")
+	_, err = m.Do(ctx, e.ref, domain.Op{Edit: &domain.EditArgs{Action: "add", Path: "more.txt", Content: "more\n"}}, false)
+	require.NoError(t, err)
+	a, err = m.Do(ctx, e.ref, domain.Op{Read: &domain.ReadArgs{Path: "more.txt"}}, false)
+	require.NoError(t, err)
+	require.Equal(t, "more\n", a.Read.Content)
+}
