@@ -23,6 +23,7 @@ import (
 
 	"github.com/visorhq/visor/docker/browser"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/secrets"
 	domain "github.com/visorhq/visor/services/workspace"
 )
 
@@ -44,6 +45,9 @@ type Config struct {
 	Runtime string
 	// Memory, in bytes (default 2 GiB).
 	Memory int64
+	// Keys open the sealed variables of the Skills commands run with
+	// (nil: a Skill with variables cannot run here).
+	Keys *secrets.Keyring
 	// FS is the filesystem a workspace's tree lives on: FSTmpfs (the
 	// default; the quota holds for commands too) or FSFolder.
 	FS string
@@ -61,10 +65,11 @@ type Stores struct {
 	Skills     SkillSource
 }
 
-// SkillSource loads an installed Skill's packed files for commands that
-// run with it.
+// SkillSource loads an installed Skill's packed files and its sealed
+// variables for commands that run with it.
 type SkillSource interface {
 	SkillArchive(ctx context.Context, tenantID, agentID uuid.UUID, name string, version int) ([]byte, error)
+	domain.EnvSource
 }
 
 // Manager holds this worker's workspaces. It is safe for concurrent use.
@@ -141,7 +146,16 @@ func (m *Manager) Do(ctx context.Context, ref domain.Ref, op domain.Op, open boo
 		return domain.Answer{}, err
 	}
 	h.touch()
-	return h.do(ctx, m, op)
+	a, err := h.do(ctx, m, op)
+	if err == nil && (a.Session != nil || len(a.Sessions) > 0) && m.stores.Skills != nil {
+		// Skill variable values never leave the worker in an answer.
+		r, rerr := domain.Redactor(ctx, m.stores.Skills, m.cfg.Keys, ref.Tenant, ref.Agent)
+		if rerr != nil {
+			return domain.Answer{}, rerr
+		}
+		a.Redact(r)
+	}
+	return a, err
 }
 
 // get returns the held workspace, opening it when asked and needed.

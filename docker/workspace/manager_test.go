@@ -67,9 +67,13 @@ func (e *env) newRef(t testing.TB) domain.Ref {
 
 func (e *env) manager(t *testing.T, worker string) *dws.Manager { return e.managerB(t, worker) }
 
-func (e *env) managerB(t testing.TB, worker string) *dws.Manager {
+func (e *env) managerB(t testing.TB, worker string, opts ...func(*dws.Config)) *dws.Manager {
 	t.Helper()
-	m, err := dws.New(dws.Config{Image: e.image, WorkerID: worker, BaseDir: t.TempDir(), IdleAfter: time.Hour},
+	cfg := dws.Config{Image: e.image, WorkerID: worker, BaseDir: t.TempDir(), IdleAfter: time.Hour}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := dws.New(cfg,
 		dws.Stores{Workspaces: e.store, Artifacts: e.store, Skills: e.store}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() {
