@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/secrets"
