@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/visorhq/visor/docker/browser"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/fault"
 	domain "github.com/visorhq/visor/services/workspace"
 )
@@ -24,7 +24,7 @@ type held struct {
 
 	container string
 	network   string
-	proxy     *browser.Proxy
+	proxy     *egressproxy.Proxy
 	allowed   []string
 
 	mu       sync.Mutex

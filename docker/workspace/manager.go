@@ -21,7 +21,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/google/uuid"
 
-	"github.com/visorhq/visor/docker/browser"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/secrets"
 	domain "github.com/visorhq/visor/services/workspace"
@@ -51,11 +51,11 @@ type Config struct {
 	// FS is the filesystem a workspace's tree lives on: FSTmpfs (the
 	// default; the quota holds for commands too) or FSFolder.
 	FS string
-	// Resolver and DevHosts pin allowed hosts for the egress proxy, as
-	// computer use does (browser.Pin).
-	Resolver browser.Resolver
+	// Resolver and DevHosts pin allowed hosts for the egress proxy
+	// (egressproxy.Pin), as for computer use.
+	Resolver egressproxy.Resolver
 	DevHosts []string
-	Dialer   browser.Dialer
+	Dialer   egressproxy.Dialer
 }
 
 // Stores are where workspaces, artifacts and Skills live.
