@@ -302,4 +302,14 @@ func TestCommandsCannotWritePastTheQuota(t *testing.T) {
 	a, err = m.Do(ctx, e.ref, domain.Op{Read: &domain.ReadArgs{Path: "more.txt"}}, false)
 	require.NoError(t, err)
 	require.Equal(t, "more\n", a.Read.Content)
+
+	// A quota raised while the workspace is held takes effect at the next
+	// call.
+	v = exec(t, m, e.ref, "dd if=/dev/zero of=big bs=1M count=80 2>&1; rm -f big", 30*time.Second)
+	require.Contains(t, v.Output, "No space left on device")
+	raised := e.ref
+	raised.Quota = 128 << 20
+	a, err = m.Do(ctx, raised, domain.Op{Exec: &domain.ExecArgs{Cmd: "dd if=/dev/zero of=big bs=1M count=80 && rm big", WaitMS: 30000}}, false)
+	require.NoError(t, err)
+	require.True(t, *a.Session.CommandOK, a.Session.Output)
 }
