@@ -63,10 +63,10 @@ func (h *held) setUsage(bytes int64, files int, rev int64) {
 	}
 }
 
-// setAllowed notes a changed quota, reporting whether it changed (a
+// setQuota notes a changed quota, reporting whether it changed. (A
 // changed allow list takes effect when the container next starts: the
-// proxy's pins are fixed at start).
-func (h *held) setAllowed(ref domain.Ref) bool {
+// proxy's pins are fixed at start.)
+func (h *held) setQuota(ref domain.Ref) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	changed := ref.Quota > 0 && ref.Quota != h.ref.Quota

@@ -168,7 +168,7 @@ func (m *Manager) get(ctx context.Context, ref domain.Ref, open bool) (*held, er
 			m.mu.Unlock()
 			switch {
 			case h != nil && h.ref.Tenant == ref.Tenant && h.ref.Agent == ref.Agent:
-				if h.setAllowed(ref) {
+				if h.setQuota(ref) {
 					m.resize(h)
 				}
 				return h, nil
