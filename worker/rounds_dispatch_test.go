@@ -120,7 +120,8 @@ func (e *roundsEnv) deliveryWorker(b *testing.B, size, conc, limit int) {
 	queue := &worker.WakeupQueue{}
 	boardStore := postgres.NewBoardStore(db, queue)
 	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, queue), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
-		HTTP:     egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 10 * time.Second}),
+		HTTP: egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 10 * time.Second,
+			IdleConnsPerHost: limit}),
 		DevHosts: []string{"127.0.0.1"}, MCPURL: func(slug string) string { return "https://visor.test/t/" + slug + "/mcp" }, Logger: log,
 		EndpointLimit: limit})
 	bs := board.NewService(board.Deps{Store: boardStore, Relations: agents.NewDelegation(idStore), Directory: idStore,
