@@ -143,7 +143,7 @@ func lateness(b *testing.B) {
 	if os.Getenv("VISOR_BENCH_EVERY_MS") == "0" {
 		every = 0 // all due at the same instant
 	}
-	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", 20)
+	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", worker.DefaultRoundsConcurrency)
 	limit := benchEnv("VISOR_BENCH_ENDPOINT_LIMIT", rounds.DefaultEndpointLimit)
 	e := newRoundsEnv(b, false)
 	_, secret, err := e.svc.SetEndpoint(e.ctx, e.acme.ID, uuid.Nil, e.rcv.srv.URL+"/hook")
@@ -220,7 +220,7 @@ func BenchmarkPullLateness(b *testing.B) {
 
 func pullLateness(b *testing.B) {
 	n, every := benchEnv("VISOR_BENCH_REMINDERS", 200), time.Duration(benchEnv("VISOR_BENCH_EVERY_MS", 50))*time.Millisecond
-	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", 20)
+	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", worker.DefaultRoundsConcurrency)
 	e := newRoundsEnv(b, false)
 	bell := rounds.NewBell()
 	e.svc.SetBell(bell)

@@ -65,7 +65,7 @@ var envVars = []envVar{
 	{"VISOR_SHUTDOWN_TIMEOUT", "30s", "how long a graceful shutdown may take"},
 	{"VISOR_ADMIN_TOKEN", "", "platform admin token for creating tenants over the API (32+ characters); empty disables"},
 	{"VISOR_WORKER_CONCURRENCY", "10", "jobs of the default queue (housekeeping) one worker process runs at once"},
-	{"VISOR_WORKER_ROUNDS_CONCURRENCY", "20", "wake-up deliveries (webhook pushes) one worker process runs at once"},
+	{"VISOR_WORKER_ROUNDS_CONCURRENCY", "200", "wake-up deliveries (webhook pushes) one worker process runs at once; they share their database statements a set at a time and hold no connection while they push"},
 	{"VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY", "20", "responsibility jobs (follow-ups, question pushes; scheduled runs are claimed in sets apart from it) one worker process runs at once"},
 	{"VISOR_WORKER_DB_POOL", "40", "Postgres connections of one `visor worker` (its queues' jobs share them; overrides pool_max_conns in the URL)"},
 	{"VISOR_MCP_MAX_STREAMS", "0", "notification streams one replica holds; over it a stream is refused (503, Retry-After) and /readyz fails at nine tenths; 0: derived from the open-file limit"},

@@ -34,7 +34,7 @@ func TestScaleConfig(t *testing.T) {
 	require.Equal(t, streams, c.Scale.MaxStreams)
 	require.Equal(t, 1000, c.Scale.StreamsPerCred)
 	require.EqualValues(t, 40, c.Scale.WorkerDBPool)
-	require.Equal(t, 20, c.Scale.RoundsConcurrency)
+	require.Equal(t, 200, c.Scale.RoundsConcurrency)
 	require.Equal(t, 20, c.Scale.ResponsibilitiesConcurrency)
 
 	env := map[string]string{"VISOR_MCP_MAX_STREAMS": "500", "VISOR_HTTP_MAX_CONNECTIONS": "800", "VISOR_WORKER_DB_POOL": "8"}
