@@ -71,6 +71,7 @@ var envVars = []envVar{
 	{"VISOR_MCP_MAX_STREAMS", "0", "notification streams one replica holds; over it a stream is refused (503, Retry-After) and /readyz fails at nine tenths; 0: derived from the open-file limit"},
 	{"VISOR_MCP_MAX_STREAMS_PER_CREDENTIAL", "1000", "notification streams one credential holds on one replica; over it a stream is refused (429, Retry-After); 0: no limit"},
 	{"VISOR_HTTP_MAX_CONNECTIONS", "0", "HTTP connections one process holds; beyond it a connection is closed at once; 0: derived from the open-file limit"},
+	{"VISOR_HTTP_H2C", "false", "true: also serve HTTP/2 without TLS (prior knowledge, for a load balancer that speaks HTTP/2 to its backends) beside HTTP/1.1; many streams then share a connection, so VISOR_MCP_MAX_STREAMS may exceed the connection limit"},
 	{"VISOR_DEV_DIR", ".dev", "where `visor dev` keeps its demo credentials"},
 	{"VISOR_WORKER_HTTP_ADDR", "", "listen address for `visor worker`'s /healthz, /readyz and /metrics, e.g. :9090; empty disables"},
 	{"VISOR_TRUSTED_PROXIES", "", "comma-separated CIDRs of load balancers whose X-Forwarded-For names the client (rate limits, logs); empty: the peer address"},
