@@ -111,7 +111,7 @@ func (w *DeliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration {
 
 // RoundsOptions configure the round jobs.
 type RoundsOptions struct {
-	Concurrency int // deliveries at once per worker process (20 if zero)
+	Concurrency int // deliveries at once per worker process (DefaultRoundsConcurrency if zero)
 	Backoff     func(int) time.Duration
 	Limit       time.Duration // one attempt's bound
 	// Every is how often the dispatcher looks for due routines and
@@ -119,10 +119,17 @@ type RoundsOptions struct {
 	Every time.Duration
 }
 
+// DefaultRoundsConcurrency is how many deliveries one worker process
+// runs at once. A delivery mostly waits (for its set's statements, for a
+// slot of its endpoint's limit, for the runtime's answer) and holds no
+// database connection while it does, so it is high: the more deliveries
+// wait together, the larger the sets their statements are shared by.
+const DefaultRoundsConcurrency = 200
+
 // RegisterRounds adds the delivery job and its queue to reg.
 func RegisterRounds(reg *Registry, svc *rounds.Service, o RoundsOptions) {
 	if o.Concurrency <= 0 {
-		o.Concurrency = 20
+		o.Concurrency = DefaultRoundsConcurrency
 	}
 	river.AddWorker(reg.Workers(), &DeliverWorker{Rounds: svc, Backoff: o.Backoff, Limit: o.Limit})
 	reg.AddQueue(RoundsQueue, o.Concurrency)
@@ -135,20 +142,37 @@ type DueFirer interface {
 
 // Dispatcher fires due routines and reminders: each run writes its task
 // and wake-up, whose delivery job the queue then works. Any number of
-// worker processes may run one; rows are locked and skipped, so each run
-// is written once.
+// worker processes may run one, each with Claimers passes writing sets at
+// once; rows are locked and skipped, so each run is written once.
 type Dispatcher struct {
 	Board DueFirer
 	Every time.Duration
-	Log   *slog.Logger
-	life  lifecycle.Base
+	// Claimers is how many sets of due runs one process writes at once
+	// (DefaultDispatchClaimers if zero): a burst due at the same instant
+	// is written that many sets at a time.
+	Claimers int
+	Log      *slog.Logger
+	life     lifecycle.Base
 }
+
+// DefaultDispatchClaimers is the Dispatcher's passes writing at once.
+const DefaultDispatchClaimers = 2
 
 // dispatchBatch bounds the runs written in one transaction.
 const dispatchBatch = 500
 
 // Start runs the dispatcher until Stop.
-func (d *Dispatcher) Start(ctx context.Context) error { return d.life.Start(ctx, d.loop) }
+func (d *Dispatcher) Start(ctx context.Context) error {
+	n := d.Claimers
+	if n <= 0 {
+		n = DefaultDispatchClaimers
+	}
+	passes := make([]func(context.Context), n)
+	for i := range passes {
+		passes[i] = d.loop
+	}
+	return d.life.Start(ctx, passes...)
+}
 
 func (d *Dispatcher) loop(ctx context.Context) {
 	every := d.Every

@@ -120,7 +120,8 @@ func (e *roundsEnv) deliveryWorker(b *testing.B, size, conc, limit int) {
 	queue := &worker.WakeupQueue{}
 	boardStore := postgres.NewBoardStore(db, queue)
 	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, queue), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
-		HTTP:     egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 10 * time.Second}),
+		HTTP: egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 10 * time.Second,
+			IdleConnsPerHost: limit}),
 		DevHosts: []string{"127.0.0.1"}, MCPURL: func(slug string) string { return "https://visor.test/t/" + slug + "/mcp" }, Logger: log,
 		EndpointLimit: limit})
 	bs := board.NewService(board.Deps{Store: boardStore, Relations: agents.NewDelegation(idStore), Directory: idStore,
@@ -142,7 +143,7 @@ func lateness(b *testing.B) {
 	if os.Getenv("VISOR_BENCH_EVERY_MS") == "0" {
 		every = 0 // all due at the same instant
 	}
-	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", 20)
+	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", worker.DefaultRoundsConcurrency)
 	limit := benchEnv("VISOR_BENCH_ENDPOINT_LIMIT", rounds.DefaultEndpointLimit)
 	e := newRoundsEnv(b, false)
 	_, secret, err := e.svc.SetEndpoint(e.ctx, e.acme.ID, uuid.Nil, e.rcv.srv.URL+"/hook")
@@ -219,7 +220,7 @@ func BenchmarkPullLateness(b *testing.B) {
 
 func pullLateness(b *testing.B) {
 	n, every := benchEnv("VISOR_BENCH_REMINDERS", 200), time.Duration(benchEnv("VISOR_BENCH_EVERY_MS", 50))*time.Millisecond
-	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", 20)
+	size, conc := benchEnv("VISOR_BENCH_POOL", 40), benchEnv("VISOR_BENCH_CONCURRENCY", worker.DefaultRoundsConcurrency)
 	e := newRoundsEnv(b, false)
 	bell := rounds.NewBell()
 	e.svc.SetBell(bell)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/auth"
@@ -535,4 +536,63 @@ func TestPruneWakeupsKeepsDeadLettersAndRecentOnes(t *testing.T) {
 			require.True(t, fault.Is(err, fault.NotFound), "pruned: %v", err)
 		}
 	}
+}
+
+// TestTwoWorkersDeliverEachWakeupOnce: two worker processes, each with
+// its own pool and rounds service, work one burst of wake-ups; their
+// deliveries share statements in sets, yet every wake-up reaches the
+// runtime exactly once, signed, and mints exactly one round token.
+func TestTwoWorkersDeliverEachWakeupOnce(t *testing.T) {
+	t.Parallel()
+	e := newRoundsEnv(t, false)
+	_, secret, err := e.svc.SetEndpoint(e.ctx, e.acme.ID, uuid.Nil, e.rcv.srv.URL+"/hook")
+	require.NoError(t, err)
+	e.rcv.setKey(secret)
+
+	// The second worker: a pool, rounds service and runner of its own.
+	db, err := postgres.Open(e.ctx, e.db.Pool.Config().ConnString(), func(c *pgxpool.Config) { c.MaxConns = 8 })
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	log := slog.New(slog.DiscardHandler)
+	idStore := postgres.NewIdentityStore(db)
+	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
+		HTTP:     egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 2 * time.Second}),
+		DevHosts: []string{"127.0.0.1"}, MCPURL: func(slug string) string { return "https://visor.test/t/" + slug + "/mcp" }, Logger: log})
+	reg := worker.NewRegistry()
+	worker.RegisterRounds(reg, svc, worker.RoundsOptions{Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+	r, err := worker.NewRunner(db.Pool, reg, worker.Options{Logger: log})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(e.ctx))
+	t.Cleanup(r.Stop)
+
+	const n = 200
+	want := map[string]bool{}
+	for i := range n {
+		w := e.wake(t, e.acme, []uuid.UUID{e.ada.ID, e.bob.ID}[i%2], rounds.Assigned)
+		want[w.ID.String()] = true
+	}
+	testsignal.Until(t, time.Minute, 20*time.Millisecond, "every wake-up delivered", func() bool {
+		var left int
+		require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM wakeups WHERE tenant_id = $1 AND state <> 'delivered'`, e.acme.ID).Scan(&left))
+		return left == 0
+	})
+	got := e.rcv.deliveries()
+	seen := map[string]int{}
+	for _, d := range got {
+		require.True(t, d.verified, "every push is signed with the endpoint's secret")
+		require.Equal(t, d.id, d.payload.ID.String(), "the webhook-id is the wake-up's id")
+		seen[d.id]++
+	}
+	require.Len(t, got, n, "each wake-up pushed exactly once")
+	for id := range want {
+		require.Equal(t, 1, seen[id], "wake-up %s", id)
+	}
+	var tokens, attempts int
+	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM round_tokens WHERE tenant_id = $1`, e.acme.ID).Scan(&tokens))
+	require.Equal(t, n, tokens, "one round token per delivery")
+	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT sum(attempts) FROM wakeups WHERE tenant_id = $1`, e.acme.ID).Scan(&attempts))
+	require.Equal(t, n, attempts, "one attempt each")
+	var workers []string
+	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT array_agg(DISTINCT attempted_by[1]) FROM river_job WHERE kind = 'deliver_wakeup'`).Scan(&workers))
+	t.Logf("deliveries worked by %v", workers)
 }

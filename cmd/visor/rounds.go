@@ -81,7 +81,8 @@ func (a *app) newRounds() error {
 	a.stores.rounds = postgres.NewRoundsStore(a.db, a.jobs)
 	a.rounds = rounds.NewService(rounds.Config{
 		Store: a.stores.rounds, Minter: minter,
-		HTTP:   egress.New(egress.Config{AllowPrivateHosts: rc.DevHosts, RootCAs: rc.RootCAs, Timeout: rc.Timeout}),
+		HTTP: egress.New(egress.Config{AllowPrivateHosts: rc.DevHosts, RootCAs: rc.RootCAs, Timeout: rc.Timeout,
+			IdleConnsPerHost: rounds.DefaultEndpointLimit}), // a busy endpoint's pushes reuse their connections
 		MCPURL: urls.Resource, RoundTTL: rc.RoundTTL, DevHosts: rc.DevHosts,
 		Changes: a.publisher(), Logger: a.log.With("area", "rounds"),
 	})

@@ -12,6 +12,7 @@ type ScaleConfig struct {
 	MaxStreams                  int   // VISOR_MCP_MAX_STREAMS (0 in the variable: derived from the open-file limit)
 	StreamsPerCred              int   // VISOR_MCP_MAX_STREAMS_PER_CREDENTIAL
 	MaxConns                    int   // VISOR_HTTP_MAX_CONNECTIONS (0 in the variable: derived from the open-file limit)
+	H2C                         bool  // VISOR_HTTP_H2C: also serve HTTP/2 without TLS
 	WorkerDBPool                int32 // VISOR_WORKER_DB_POOL
 	RoundsConcurrency           int   // VISOR_WORKER_ROUNDS_CONCURRENCY
 	ResponsibilitiesConcurrency int   // VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY
@@ -35,6 +36,11 @@ func loadScaleConfig(get func(string) string, bad func(name, format string, args
 		ResponsibilitiesConcurrency: num("VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY", 1, 10_000),
 		OpenFiles:                   openFileLimit(),
 	}
+	h2c, err := strconv.ParseBool(get("VISOR_HTTP_H2C"))
+	if err != nil {
+		bad("VISOR_HTTP_H2C", "%q must be true or false", get("VISOR_HTTP_H2C"))
+	}
+	c.H2C = h2c
 	conns, streams := fdBudget(c.OpenFiles)
 	if c.MaxConns == 0 {
 		c.MaxConns = conns
@@ -42,7 +48,8 @@ func loadScaleConfig(get func(string) string, bad func(name, format string, args
 	if c.MaxStreams == 0 {
 		c.MaxStreams = min(streams, c.MaxConns)
 	}
-	if c.MaxConns > 0 && c.MaxStreams >= c.MaxConns {
+	// Over HTTP/2 streams share connections, so they may outnumber them.
+	if c.MaxConns > 0 && c.MaxStreams >= c.MaxConns && !c.H2C {
 		bad("VISOR_MCP_MAX_STREAMS", "%d must be below VISOR_HTTP_MAX_CONNECTIONS (%d), so tools/call and probes still get connections at the limit",
 			c.MaxStreams, c.MaxConns)
 	}

@@ -56,7 +56,7 @@ func serve(ctx context.Context, e *env, cfg Config, log *slog.Logger, o serveOpt
 
 	s := server.New(server.Options{
 		Addr: cfg.HTTPAddr, Logger: log, BodyLimit: cfg.BodyLimit, TrustedProxies: cfg.TrustedProxies, ShutdownTimeout: cfg.ShutdownTimeout,
-		TracerProvider: tp, ErrorHandler: a.errorHandler(), Checks: a.checks(), MaxConns: cfg.Scale.MaxConns,
+		TracerProvider: tp, ErrorHandler: a.errorHandler(), Checks: a.checks(), MaxConns: cfg.Scale.MaxConns, H2C: cfg.Scale.H2C,
 	})
 	log.Info("connection and stream limits", "open_files", cfg.Scale.OpenFiles, "max_connections", cfg.Scale.MaxConns,
 		"max_streams", cfg.Scale.MaxStreams, "max_streams_per_credential", cfg.Scale.StreamsPerCred)

@@ -173,8 +173,8 @@ func (s *RoundsStore) Settle(ctx context.Context, tenantID, id uuid.UUID, state 
 // maxError bounds a stored delivery error.
 const maxError = 500
 
-// Failed counts a failed attempt of a queued wake-up.
-func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error {
+// deliveryError is msg as stored: at most maxError bytes of valid UTF-8.
+func deliveryError(msg string) string {
 	if len(msg) > maxError {
 		msg = msg[:maxError]
 	}
@@ -182,6 +182,12 @@ func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg st
 	if !utf8.ValidString(msg) {
 		msg = "delivery failed"
 	}
+	return msg
+}
+
+// Failed counts a failed attempt of a queued wake-up.
+func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error {
+	msg = deliveryError(msg)
 	_, err := s.db.Pool.Exec(ctx, `UPDATE wakeups SET attempts = attempts + 1, last_error = $3, updated_at = now(),
 			state = CASE WHEN $4 THEN 'dead' ELSE state END
 		WHERE tenant_id = $1 AND id = $2 AND state = 'queued'`, tenantID, id, msg, dead)
@@ -280,3 +286,90 @@ func (s *RoundsStore) PruneWakeups(ctx context.Context, cutoff time.Time) (int64
 	}
 	return tag.RowsAffected(), nil
 }
+
+var _ rounds.BatchStore = (*RoundsStore)(nil)
+
+// Targets reads the targets of a set of wake-ups in one statement, each
+// joined within its own tenant.
+func (s *RoundsStore) Targets(ctx context.Context, keys []rounds.Key) (map[rounds.Key]rounds.Target, error) {
+	tenants, ids := make([]uuid.UUID, len(keys)), make([]uuid.UUID, len(keys))
+	for i, k := range keys {
+		tenants[i], ids[i] = k.TenantID, k.ID
+	}
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+wakeupCols+targetsFrom, tenants, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[rounds.Key]rounds.Target, len(keys))
+	for rows.Next() {
+		var tg rounds.Target
+		var epID, epAgent *uuid.UUID
+		var epURL *string
+		var epCreated, epUpdated *time.Time
+		w, err := scanWakeup(rows, &tg.TenantSlug, &tg.AgentActive, &tg.TaskFinished, &epID, &epAgent, &epURL, &tg.Secret, &epCreated, &epUpdated)
+		if err != nil {
+			return nil, err
+		}
+		tg.Wakeup = w
+		if epID != nil {
+			tg.Endpoint = &rounds.Endpoint{ID: *epID, TenantID: w.TenantID, AgentID: deref(epAgent), URL: *epURL,
+				CreatedAt: *epCreated, UpdatedAt: *epUpdated}
+		}
+		out[rounds.Key{TenantID: w.TenantID, ID: w.ID}] = tg
+	}
+	return out, rows.Err()
+}
+
+// AddRoundTokens stores a set of round tokens with one COPY.
+func (s *RoundsStore) AddRoundTokens(ctx context.Context, rts []credentials.RoundToken) error {
+	if len(rts) == 0 {
+		return nil
+	}
+	_, err := s.db.Pool.CopyFrom(ctx, pgx.Identifier{"round_tokens"},
+		[]string{"tenant_id", "id", "agent_id", "task_id", "scopes", "secret_hash", "expires_at"},
+		pgx.CopyFromSlice(len(rts), func(i int) ([]any, error) {
+			rt := rts[i]
+			return []any{rt.TenantID, rt.ID, rt.AgentID, rt.TaskID, rt.Scopes, rt.SecretHash, rt.ExpiresAt}, nil
+		}))
+	return err
+}
+
+// Record records a set of delivery outcomes in one statement, each on its
+// wake-up only while it is still queued: a settled state as Settle does,
+// a failed push as Failed does.
+func (s *RoundsStore) Record(ctx context.Context, outs []rounds.Outcome) error {
+	if len(outs) == 0 {
+		return nil
+	}
+	n := len(outs)
+	tenants, ids, states, msgs, dead := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]string, n), make([]bool, n)
+	for i, o := range outs {
+		tenants[i], ids[i], states[i], dead[i] = o.TenantID, o.ID, string(o.State), o.Dead
+		if o.State == "" {
+			msgs[i] = deliveryError(o.Error)
+		}
+	}
+	_, err := s.db.Pool.Exec(ctx, `UPDATE wakeups w SET updated_at = now(),
+			state = CASE WHEN o.state <> '' THEN o.state WHEN o.dead THEN 'dead' ELSE w.state END,
+			delivered_at = CASE WHEN o.state = 'delivered' THEN now() WHEN o.state <> '' THEN NULL ELSE w.delivered_at END,
+			attempts = w.attempts + CASE WHEN o.state IN ('delivered', '') THEN 1 ELSE 0 END,
+			last_error = CASE WHEN o.state = '' THEN o.msg ELSE w.last_error END
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bool[]) AS o(tenant_id, id, state, msg, dead)
+		WHERE w.tenant_id = o.tenant_id AND w.id = o.id AND w.id = ANY($2) AND w.state = 'queued'`, tenants, ids, states, msgs, dead)
+	return err
+}
+
+// targetsFrom reads each wanted wake-up and what it joins through its own
+// LIMIT 1 lookup by primary key: the planner cannot merge these into one
+// join whose order it picks from statistics, which are stale right after
+// a burst of inserts (it then scanned a tenant's every task per row).
+const targetsFrom = `, t.slug, a.status = 'active', k.status IN ('done', 'cancelled'),
+			e.id, e.agent_id, e.url, e.secret, e.created_at, e.updated_at
+		FROM unnest($1::uuid[], $2::uuid[]) AS want(tenant_id, id)
+		CROSS JOIN LATERAL (SELECT * FROM wakeups w WHERE w.tenant_id = want.tenant_id AND w.id = want.id LIMIT 1) w
+		CROSS JOIN LATERAL (SELECT slug FROM tenants t WHERE t.id = w.tenant_id LIMIT 1) t
+		CROSS JOIN LATERAL (SELECT status FROM agents a WHERE a.tenant_id = w.tenant_id AND a.id = w.agent_id LIMIT 1) a
+		CROSS JOIN LATERAL (SELECT status FROM tasks k WHERE k.tenant_id = w.tenant_id AND k.id = w.task_id LIMIT 1) k
+		LEFT JOIN LATERAL (SELECT * FROM runtime_endpoints e WHERE e.tenant_id = w.tenant_id
+			AND (e.agent_id = w.agent_id OR e.agent_id IS NULL) ORDER BY e.agent_id NULLS LAST LIMIT 1) e ON true`

@@ -148,3 +148,48 @@ func TestEveryRoundsStoreMethodIsTenantIsolated(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundsBatchIsTenantIsolated: the set-at-a-time methods deliveries
+// use read and record a wake-up only under its own tenant. Tenant A's
+// wake-up is queued here (as a delivery finds it): asked for under tenant
+// B's id it is not read, and B's outcome for it changes nothing; under
+// A's own id it is read and recorded.
+func TestRoundsBatchIsTenantIsolated(t *testing.T) {
+	t.Parallel()
+	f := boardSetup(t)
+	ctx := context.Background()
+	rs := postgres.NewRoundsStore(f.db, nil)
+	a := seedAcmeRound(t, f, rs)
+	_, err := f.db.Pool.Exec(ctx, `UPDATE wakeups SET state = 'queued' WHERE tenant_id = $1 AND id = $2`, f.a.ID, a.wakeup.ID)
+	require.NoError(t, err)
+
+	asB := rounds.Key{TenantID: f.b.ID, ID: a.wakeup.ID}
+	asA := rounds.Key{TenantID: f.a.ID, ID: a.wakeup.ID}
+	tgs, err := rs.Targets(ctx, []rounds.Key{asB})
+	require.NoError(t, err)
+	require.Empty(t, tgs, "Targets read tenant A's wake-up under tenant B")
+	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.b.ID, ID: a.wakeup.ID, State: rounds.Delivered},
+		{TenantID: f.b.ID, ID: a.wakeup.ID, Error: "boom", Dead: true}}))
+	w, err := rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
+	require.NoError(t, err)
+	require.Equal(t, rounds.Queued, w.State, "Record under tenant B moved tenant A's wake-up")
+	require.Zero(t, w.Attempts)
+
+	tgs, err = rs.Targets(ctx, []rounds.Key{asB, asA})
+	require.NoError(t, err)
+	require.Len(t, tgs, 1)
+	require.Equal(t, []byte("acme's key"), tgs[asA].Secret)
+	require.Equal(t, a.endpoint.ID, tgs[asA].Endpoint.ID)
+	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.a.ID, ID: a.wakeup.ID, Error: "the runtime answered HTTP 503"}}))
+	w, err = rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
+	require.NoError(t, err)
+	require.Equal(t, rounds.Queued, w.State, "a failed push that is not the last leaves it queued")
+	require.Equal(t, 1, w.Attempts)
+	require.Equal(t, "the runtime answered HTTP 503", w.LastError)
+	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.a.ID, ID: a.wakeup.ID, State: rounds.Delivered}}))
+	w, err = rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
+	require.NoError(t, err)
+	require.Equal(t, rounds.Delivered, w.State)
+	require.Equal(t, 2, w.Attempts)
+	require.NotNil(t, w.DeliveredAt)
+}

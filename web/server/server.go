@@ -55,7 +55,16 @@ type Options struct {
 	// MaxConns caps the connections held open at once; those beyond it are
 	// closed as soon as they are accepted. 0 is no cap.
 	MaxConns int
+	// H2C also serves HTTP/2 without TLS (prior knowledge, as a load
+	// balancer speaking HTTP/2 to its backends sends it) beside HTTP/1.1,
+	// up to H2CStreams requests at once on one connection. Over HTTP/2
+	// many held streams share one connection and an idle stream costs its
+	// handler's goroutine only.
+	H2C bool
 }
+
+// H2CStreams is how many requests one HTTP/2 connection carries at once.
+const H2CStreams = 1000
 
 // Server is the HTTP edge. Create it with New, register routes on Echo(),
 // then Listen and Serve.
@@ -162,6 +171,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.e.Server.ReadHeaderTimeout = 10 * time.Second
 	s.e.Server.IdleTimeout = 2 * time.Minute
+	if s.opts.H2C {
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetUnencryptedHTTP2(true)
+		s.e.Server.Protocols = &p
+		s.e.Server.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: H2CStreams}
+	}
 	s.e.Server.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- s.e.Server.Serve(s.ln) }()

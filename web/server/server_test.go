@@ -7,14 +7,17 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -309,4 +312,58 @@ func TestInternalErrorsAreLoggedOnceNeverSent(t *testing.T) {
 	require.Equal(t, "ERROR", line["level"])
 	require.Contains(t, line["err"], "db exploded")
 	require.Equal(t, 1, strings.Count(f.logs.String(), "db exploded"), "logged once")
+}
+
+// TestH2CServesBothProtocols: with H2C a replica answers HTTP/2 without
+// TLS (prior knowledge) and HTTP/1.1 on the same port, and many HTTP/2
+// requests held open at once share one connection.
+func TestH2CServesBothProtocols(t *testing.T) {
+	t.Parallel()
+	const held = 20
+	arrived := make(chan struct{}, held)
+	release := make(chan struct{})
+	f := start(t, server.Options{H2C: true}, func(e *echo.Echo) {
+		e.GET("/proto", func(c echo.Context) error { return c.String(http.StatusOK, c.Request().Proto) })
+		e.GET("/hold", func(c echo.Context) error {
+			arrived <- struct{}{}
+			<-release
+			return c.String(http.StatusOK, c.Request().Proto)
+		})
+	})
+	res, body := get(t, f.base+"/proto")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "HTTP/1.1", body, "HTTP/1.1 is still served")
+
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	var dials atomic.Int32
+	tr := &http.Transport{Protocols: &p, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	h2 := &http.Client{Transport: tr}
+	res, err := h2.Get(f.base + "/proto")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, "HTTP/2.0", string(b), "HTTP/2 without TLS is served")
+	var wg sync.WaitGroup
+	for range held {
+		wg.Go(func() {
+			res, err := h2.Get(f.base + "/hold")
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			assert.Equal(t, "HTTP/2.0", string(b))
+		})
+	}
+	for range held {
+		<-arrived
+	}
+	close(release)
+	wg.Wait()
+	require.EqualValues(t, 1, dials.Load(), "the held HTTP/2 requests share one connection")
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,18 +101,34 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 	const agents = 100
 	perAgent := idleStreams() / agents
-	raiseFileLimit(b, agents*perAgent+4096) // each side of a stream is in its own process; the replica inherits the limit
+	h2c := os.Getenv("VISOR_BENCH_H2C") != ""
+	env := []string{"VISOR_LOG_LEVEL=error", "GOGC=" + gogc()}
+	if h2c {
+		// Streams share HTTP/2 connections (up to 1,000 each), so they
+		// need no descriptor of their own and may outnumber them.
+		env = append(env, "VISOR_HTTP_H2C=true", fmt.Sprintf("VISOR_MCP_MAX_STREAMS=%d", 2*agents*perAgent))
+	} else {
+		raiseFileLimit(b, agents*perAgent+4096) // each side of a stream is in its own process; the replica inherits the limit
+	}
 	srv := privateRedis(b)
 	w := newWorld(b)
 	ctx := context.Background()
 	tokens := make([]string, agents)
+	ags := make([]identity.Agent, agents)
 	for i := range tokens {
 		ag, err := w.ids.CreateAgent(ctx, w.acme.ID, identity.NewAgent{Name: "emp" + strconv.Itoa(i)})
 		require.NoError(b, err)
-		tokens[i] = w.agentKey(b, w.acme, ag)
+		tokens[i], ags[i] = w.agentKey(b, w.acme, ag), ag
 	}
-	r := startReplica(b, "B", w.dbURL, srv.URL(), "VISOR_LOG_LEVEL=error", "GOGC="+gogc())
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true, DialContext: spreadDialer()}}
+	r := startReplica(b, "B", w.dbURL, srv.URL(), env...)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true, DialContext: spreadDialer()}
+	if h2c {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		tr.Protocols = &p
+	}
+	client := &http.Client{Transport: tr}
+	changed := make([]atomic.Int64, agents) // list_changed received, by employee
 	// Touch every token once (verifies its secret) before the baseline.
 	for _, tok := range tokens {
 		_ = toolNames(b, r, tok)
@@ -131,7 +148,7 @@ func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := openIdleListen(ctx, client, r, tokens[i%agents]); err != nil {
+			if err := openIdleListen(ctx, client, r, tokens[i%agents], &changed[i%agents]); err != nil {
 				errs <- err
 			}
 		})
@@ -163,13 +180,36 @@ func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 	gor := (after["go_goroutines"] - before["go_goroutines"]) / n
 	b.ReportMetric((heap+stack)/1024, "KiB/stream")
 	b.ReportMetric(rss/1024, "RSS-KiB/stream")
-	b.Logf("%d idle listen streams (%d principals): heap %.1f KiB + stacks %.1f KiB = %.1f KiB per stream; RSS %.1f KiB per stream; %.1f goroutines per stream",
-		int(n), agents, heap/1024, stack/1024, (heap+stack)/1024, rss/1024, gor)
+	b.Logf("%d idle listen streams (%d principals, h2c %v): heap %.1f KiB + stacks %.1f KiB = %.1f KiB per stream; RSS %.1f KiB per stream; %.1f goroutines per stream",
+		int(n), agents, h2c, heap/1024, stack/1024, (heap+stack)/1024, rss/1024, gor)
+	b.ReportMetric(gor, "goroutines/stream")
+
+	// A change to one employee reaches exactly her streams: all of them,
+	// and no stream of the 99 others.
+	t0 := time.Now()
+	w.setDenied(b, r, ags[7], "agent_status")
+	deadline := time.Now().Add(time.Minute)
+	for changed[7].Load() < int64(perAgent) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling a counter the readers bump; no event to wait on
+	}
+	took := time.Since(t0)
+	// Sleep, not a signal: a stray notification to another employee's
+	// stream would arrive within this window, and nothing announces its absence.
+	time.Sleep(2 * time.Second)
+	var others int64
+	for i := range changed {
+		if i != 7 {
+			others += changed[i].Load()
+		}
+	}
+	require.EqualValues(b, perAgent, changed[7].Load(), "every stream of the changed employee got list_changed")
+	require.Zero(b, others, "no stream of another employee got list_changed")
+	b.Logf("list_changed reached the changed employee's %d streams of %d within %s, and none of the others", perAgent, int(n), took.Round(time.Millisecond))
 }
 
 // openIdleListen opens one subscriptions/listen stream and returns once it
 // is acknowledged; the stream stays open, read and discarded, until ctx ends.
-func openIdleListen(ctx context.Context, c *http.Client, r *replica, token string) error {
+func openIdleListen(ctx context.Context, c *http.Client, r *replica, token string, changed *atomic.Int64) error {
 	msg := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": map[string]any{
 		"_meta": modernMeta(), "notifications": map[string]any{"toolsListChanged": true}}}
 	body, _ := json.Marshal(msg)
@@ -200,7 +240,15 @@ func openIdleListen(ctx context.Context, c *http.Client, r *replica, token strin
 	}
 	go func() {
 		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, br)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if strings.Contains(line, "notifications/tools/list_changed") {
+				changed.Add(1)
+			}
+		}
 	}()
 	return nil
 }
