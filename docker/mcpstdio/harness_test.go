@@ -1,0 +1,199 @@
+package mcpstdio_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/stretchr/testify/require"
+
+	"github.com/visorhq/visor/docker"
+	"github.com/visorhq/visor/docker/dockertest"
+	"github.com/visorhq/visor/docker/mcpstdio"
+	"github.com/visorhq/visor/services/changes"
+	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/secrets"
+	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/services/upstreams"
+	"github.com/visorhq/visor/storage/postgres"
+	"github.com/visorhq/visor/storage/postgres/pgtest"
+	"github.com/visorhq/visor/storage/redisx"
+	"github.com/visorhq/visor/storage/redisx/redistest"
+	"github.com/visorhq/visor/upstream"
+)
+
+// fixtureCommand runs the Go SDK fixture server in its image.
+var fixtureCommand = []string{"/usr/local/bin/mcp-fixture"}
+
+var (
+	fixtureOnce sync.Once
+	fixtureBin  string
+	fixtureErr  error
+)
+
+// fixtureImage is the sandbox base with the Go SDK fixture server
+// (internal/fixture), built static.
+func fixtureImage(t testing.TB) string {
+	t.Helper()
+	dockertest.RequireEngine(t)
+	fixtureOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "visor-mcp-fixture-")
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		fixtureBin = filepath.Join(dir, "mcp-fixture")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", fixtureBin, "./internal/fixture")
+		cmd.Dir = filepath.Dir(file)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fixtureErr = err
+			fixtureBin = string(out)
+		}
+	})
+	require.NoError(t, fixtureErr, "build the fixture server: %s", fixtureBin)
+	return dockertest.Derived(t, "mcp-fixture", "COPY mcp-fixture /usr/local/bin/mcp-fixture\n", map[string]string{"mcp-fixture": fixtureBin})
+}
+
+// everythingEnv names the reference "everything" MCP server's entry point
+// (node_modules/@modelcontextprotocol/server-everything/dist/index.js),
+// installed from the npm registry by .ci/run.
+const everythingEnv = "VISOR_TEST_MCP_EVERYTHING"
+
+// everythingCommand runs the reference server over stdio in its image.
+var everythingCommand = []string{"/usr/local/bin/node", "/opt/everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"}
+
+// everythingImage is the sandbox base with this machine's node binary and
+// the installed reference server. Without it the test fails under
+// VISOR_TEST_REQUIRE_SERVICES (CI), and is skipped loudly otherwise.
+func everythingImage(t testing.TB) string {
+	t.Helper()
+	entry := os.Getenv(everythingEnv)
+	if entry == "" {
+		if os.Getenv("VISOR_TEST_REQUIRE_SERVICES") != "" {
+			t.Fatalf("%s is not set: install @modelcontextprotocol/server-everything from the npm registry (.ci/run does)", everythingEnv)
+		}
+		t.Skipf("SKIPPED: %s is not set (.ci/run installs the reference server)", everythingEnv)
+	}
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node runs the reference server")
+	node, err = filepath.EvalSymlinks(node)
+	require.NoError(t, err)
+	modules := filepath.Join(filepath.Dir(entry), "..", "..", "..")
+	require.FileExists(t, filepath.Join(modules, "@modelcontextprotocol", "server-everything", "package.json"))
+	return dockertest.Derived(t, "mcp-everything", "COPY node /usr/local/bin/node\nCOPY node_modules /opt/everything/node_modules\n",
+		map[string]string{"node": node, "node_modules": modules})
+}
+
+// harness is the upstream service with the stdio connector on a worker
+// plane in Redis, one stdio worker (a Manager) behind it, and two tenants
+// with one AI employee each.
+type harness struct {
+	db     *postgres.DB
+	istore *postgres.IdentityStore
+	ids    *identity.Service
+	svc    *upstreams.Service
+	reg    *tools.Registry
+	m      *mcpstdio.Manager
+	a, b   identity.Tenant
+	agentA identity.Agent
+	agentB identity.Agent
+}
+
+func newHarness(t testing.TB, images []string, idle time.Duration) *harness {
+	t.Helper()
+	db := pgtest.New(t)
+	rdb := redistest.New(t)
+	istore := postgres.NewIdentityStore(db)
+	ids := identity.NewService(istore, changes.Discard{}, nil)
+	ctx := context.Background()
+	h := &harness{db: db, istore: istore, ids: ids, reg: tools.NewRegistry()}
+	var err error
+	h.a, err = ids.CreateTenant(ctx, "acme", "Acme")
+	require.NoError(t, err)
+	h.b, err = ids.CreateTenant(ctx, "globex", "Globex")
+	require.NoError(t, err)
+	h.agentA, err = ids.CreateAgent(ctx, h.a.ID, identity.NewAgent{Name: "ada"})
+	require.NoError(t, err)
+	h.agentB, err = ids.CreateAgent(ctx, h.b.ID, identity.NewAgent{Name: "bob"})
+	require.NoError(t, err)
+	spec, err := secrets.NewKey("k1")
+	require.NoError(t, err)
+	keys, err := secrets.ParseKeyring(spec)
+	require.NoError(t, err)
+
+	log := slog.New(slog.DiscardHandler)
+	prefix := redistest.Prefix(t)
+	workerID := "stdio-test-" + prefix[5:17]
+	h.m, err = mcpstdio.New(mcpstdio.Config{WorkerID: workerID, Images: images, IdleAfter: idle, Runtime: os.Getenv("VISOR_SANDBOX_TEST_RUNTIME"),
+		Version: "test"}, log)
+	require.NoError(t, err)
+	j := mcpstdio.NewJanitor(h.m, time.Hour) // its first sweep and its last close; reaps are the tests'
+	require.NoError(t, j.Start(ctx))
+	t.Cleanup(func() {
+		j.Stop()
+		_, _ = docker.Sweep(context.Background(), h.m.Client(), docker.MCPStdio, workerID, 0, nil)
+	})
+	w := redisx.NewPlaneWorker(rdb, redisx.PlaneWorkerOptions{ID: workerID, Pools: []string{upstream.StdioPool}, Capacity: 64, Prefix: prefix}, log)
+	for kind, hd := range upstream.StdioHandlers(h.m, keys) {
+		w.Handle(kind, hd)
+	}
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(w.Stop)
+
+	h.svc = upstreams.NewService(upstreams.Config{Store: postgres.NewUpstreamStore(db), Keys: keys,
+		Connectors:  map[upstreams.Transport]upstreams.Connector{upstreams.Stdio: upstream.NewStdio(redisx.NewPlane(rdb, prefix, log), keys)},
+		IdleTimeout: time.Minute})
+	require.NoError(t, h.svc.Start(ctx))
+	t.Cleanup(h.svc.Stop) // before the worker stops: sessions end first
+	h.svc.Register(h.reg)
+	return h
+}
+
+// employee is the subject of tenant's agent.
+func (h *harness) employee(tenant identity.Tenant, agent identity.Agent) *tools.Subject {
+	return &tools.Subject{Principal: identity.Principal{TenantID: tenant.ID, Kind: identity.KindEmployee, AgentID: agent.ID,
+		Scopes: []string{identity.ScopeToolsAdmin}}, Tenant: tenant, Agent: &agent}
+}
+
+// add registers a stdio server of tenant.
+func (h *harness) add(t testing.TB, tenant identity.Tenant, name, image string, command []string, mod func(*upstreams.Input)) upstreams.Server {
+	t.Helper()
+	in := upstreams.Input{Name: name, Transport: upstreams.Stdio, Image: image, Command: command}
+	if mod != nil {
+		mod(&in)
+	}
+	srv, err := h.svc.Create(context.Background(), tenant.ID, in, "test")
+	require.NoError(t, err)
+	require.Empty(t, srv.LastError)
+	return srv
+}
+
+// text is the text of a result's first content block.
+func text(t testing.TB, content json.RawMessage) string {
+	t.Helper()
+	var blocks []map[string]any
+	require.NoError(t, json.Unmarshal(content, &blocks))
+	require.NotEmpty(t, blocks)
+	s, _ := blocks[0]["text"].(string)
+	return s
+}
+
+// containers lists the stdio containers of tenant on the harness's worker.
+func (h *harness) containers(t testing.TB, tenant identity.Tenant) []container.Summary {
+	t.Helper()
+	args := docker.Filter(docker.MCPStdio, h.m.WorkerID())
+	args.Add("label", docker.LabelTenant+"="+tenant.ID.String())
+	list, err := h.m.Client().ContainerList(context.Background(), container.ListOptions{All: true, Filters: args})
+	require.NoError(t, err)
+	return list
+}
