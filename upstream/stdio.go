@@ -223,6 +223,9 @@ func (s *Stdio) Connect(ctx context.Context, t upstreams.Target) (upstreams.Sess
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	if errors.Is(err, plane.ErrNoWorker) {
+		err = fault.Newf(fault.Unavailable, err, "no stdio worker is running (a `visor worker` with VISOR_MCP_STDIO_WORKER=true)")
+	}
 	if err != nil {
 		cancel()
 		return nil, stdioError(err)

@@ -117,5 +117,8 @@ func (a *app) startRunner(ctx context.Context, metrics prometheus.Registerer) er
 	if err := a.startWorkspaceWorker(ctx); err != nil {
 		return err
 	}
+	if err := a.startStdioWorker(ctx); err != nil {
+		return err
+	}
 	return a.startDispatcher(ctx)
 }

@@ -156,7 +156,7 @@ func (m *Manager) start(ctx context.Context, s *server) error {
 	go func() {
 		_, err := stdcopy.StdCopy(outW, s, s.conn.Reader)
 		close(s.ended) // before the session sees the end of its input
-		outW.CloseWithError(errors.Join(err, io.EOF))
+		outW.CloseWithError(err) // nil: io.EOF
 	}()
 	if err := m.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fault.Newf(fault.Unavailable, err, "upstream server %s: its container could not be started", s.spec.Name)
