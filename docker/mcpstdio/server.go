@@ -220,16 +220,18 @@ func (m *Manager) startNetwork(ctx context.Context, s *server, name string, labe
 func (m *Manager) teardown(s *server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if s.sess != nil {
-		_ = s.sess.Close()
-	}
-	if s.conn.Conn != nil {
-		s.conn.Close()
-	}
+	// The container goes first: its streams end, and the session's
+	// reader with them.
 	if s.container != "" {
 		if err := m.cli.ContainerRemove(ctx, s.container, container.RemoveOptions{Force: true}); err != nil && !docker.IsGone(err) {
 			m.log.Warn("remove stdio server container", "server", s.spec.Name, "err", err)
 		}
+	}
+	if s.conn.Conn != nil {
+		s.conn.Close()
+	}
+	if s.sess != nil {
+		_ = s.sess.Close()
 	}
 	if s.proxy != nil {
 		s.proxy.Close()
