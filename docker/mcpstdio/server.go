@@ -155,7 +155,7 @@ func (m *Manager) start(ctx context.Context, s *server) error {
 	out, outW := io.Pipe()
 	go func() {
 		_, err := stdcopy.StdCopy(outW, s, s.conn.Reader)
-		close(s.ended) // before the session sees the end of its input
+		close(s.ended)           // before the session sees the end of its input
 		outW.CloseWithError(err) // nil: io.EOF
 	}()
 	if err := m.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
