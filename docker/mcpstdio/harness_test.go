@@ -109,7 +109,7 @@ type harness struct {
 	agentB identity.Agent
 }
 
-func newHarness(t testing.TB, images []string, idle time.Duration) *harness {
+func newHarness(t testing.TB, images []string, idle time.Duration, mods ...func(*mcpstdio.Config)) *harness {
 	t.Helper()
 	db := pgtest.New(t)
 	rdb := redistest.New(t)
@@ -134,8 +134,11 @@ func newHarness(t testing.TB, images []string, idle time.Duration) *harness {
 	log := slog.New(slog.DiscardHandler)
 	prefix := redistest.Prefix(t)
 	workerID := "stdio-test-" + prefix[5:17]
-	h.m, err = mcpstdio.New(mcpstdio.Config{WorkerID: workerID, Images: images, IdleAfter: idle, Runtime: os.Getenv("VISOR_SANDBOX_TEST_RUNTIME"),
-		Version: "test"}, log)
+	cfg := mcpstdio.Config{WorkerID: workerID, Images: images, IdleAfter: idle, Runtime: os.Getenv("VISOR_SANDBOX_TEST_RUNTIME"), Version: "test"}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	h.m, err = mcpstdio.New(cfg, log)
 	require.NoError(t, err)
 	j := mcpstdio.NewJanitor(h.m, time.Hour) // its first sweep and its last close; reaps are the tests'
 	require.NoError(t, j.Start(ctx))
