@@ -132,6 +132,9 @@ func newHarness(t testing.TB, images []string, idle time.Duration, mods ...func(
 	require.NoError(t, err)
 
 	log := slog.New(slog.DiscardHandler)
+	if os.Getenv("VISOR_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	prefix := redistest.Prefix(t)
 	workerID := "stdio-test-" + prefix[5:17]
 	cfg := mcpstdio.Config{WorkerID: workerID, Images: images, IdleAfter: idle, Runtime: os.Getenv("VISOR_SANDBOX_TEST_RUNTIME"), Version: "test"}

@@ -52,6 +52,9 @@ func TestStdioServerEndToEnd(t *testing.T) {
 		return pipe.Call(ctx, who, name, raw, nil)
 	}
 	upcall := func(tool string, args map[string]any) calls.Answer {
+		if args == nil {
+			args = map[string]any{}
+		}
 		return call("mcp_tool_call", map[string]any{"name": "tools:" + tool, "arguments": args})
 	}
 
@@ -65,11 +68,11 @@ func TestStdioServerEndToEnd(t *testing.T) {
 	require.NotNil(t, a.Result, a.ToolError)
 	require.Contains(t, a.Result.Text, `"input_schema"`)
 	a = upcall("echo", map[string]any{"text": "こんにちは"})
-	require.NotNil(t, a.Result, a.ToolError)
+	require.NotNil(t, a.Result, "%+v %+v", a, a.Refusal)
 	require.Contains(t, string(a.Result.Content), "echo: こんにちは")
 	require.Equal(t, audit.OutcomeOK, a.Entry.Outcome)
 	a = upcall("crash", nil)
-	require.NotNil(t, a.Refusal)
+	require.NotNil(t, a.Refusal, "%+v", a)
 	require.Equal(t, tools.CodeRefused, a.Refusal.Code)
 	refused := a.Entry
 	rows, err := log.List(ctx, h.a.ID, audit.Filter{Limit: 100, Tool: "mcp_tool_call"})
