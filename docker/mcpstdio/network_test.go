@@ -3,6 +3,8 @@ package mcpstdio_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -30,8 +32,8 @@ func (p pins) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, erro
 
 // TestStdioAllowHosts: a server whose allow_hosts name a host reaches it
 // through the worker's egress proxy (the TLS handshake reaches the host),
-// on an internal network; another host, even at the same address, and an
-// address by itself are refused at the proxy.
+// on an internal network; another host, even at the same address, plain
+// http and an address by itself are refused.
 func TestStdioAllowHosts(t *testing.T) {
 	image := fixtureImage(t)
 	b, c := 1+mrand.IntN(250), 1+mrand.IntN(250)
@@ -41,6 +43,7 @@ func TestStdioAllowHosts(t *testing.T) {
 	site := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	_ = site.Listener.Close()
 	site.Listener = ln
+	site.Config.ErrorLog = log.New(io.Discard, "", 0) // the fixture's refused handshakes
 	site.StartTLS()
 	t.Cleanup(site.Close)
 	h := newHarness(t, []string{image}, time.Minute, func(c *mcpstdio.Config) {
@@ -53,12 +56,15 @@ func TestStdioAllowHosts(t *testing.T) {
 	fetch := func(url string) string {
 		out, err := h.svc.Call(ctx, sub, "net:fetch", map[string]any{"url": url})
 		require.NoError(t, err)
-		require.True(t, out.Result.IsError, "the site's certificate is not trusted, so every fetch fails: %s", out.Result.Content)
 		return text(t, out.Result.Content)
 	}
 	require.Contains(t, fetch("https://allowed.test/"), "certificate", "the handshake reached the allowed host through the proxy")
 	for _, u := range []string{"https://other.test/", "https://" + ip.String() + "/", "http://allowed.test/"} {
-		require.NotContains(t, fetch(u), "certificate", "%s is refused at the proxy", u)
+		got := fetch(u)
+		require.NotContains(t, got, "certificate", "%s is refused at the proxy", u)
+		// The proxy answers 403; Go dials a loopback address itself,
+		// and the internal network has no route for it.
+		require.Regexp(t, `403|Forbidden|connection refused|unreachable`, got, "%s is refused", u)
 	}
 	list := h.containers(t, h.a)
 	require.Len(t, list, 1)
