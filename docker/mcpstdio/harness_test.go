@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/visorhq/visor/docker/mcpstdio"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/identity"
+	"github.com/visorhq/visor/services/plane"
 	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/services/upstreams"
@@ -104,6 +106,7 @@ type harness struct {
 	svc    *upstreams.Service
 	reg    *tools.Registry
 	m      *mcpstdio.Manager
+	sent   *sentPayloads
 	a, b   identity.Tenant
 	agentA identity.Agent
 	agentB identity.Agent
@@ -156,8 +159,9 @@ func newHarness(t testing.TB, images []string, idle time.Duration, mods ...func(
 	require.NoError(t, w.Start(ctx))
 	t.Cleanup(w.Stop)
 
+	h.sent = &sentPayloads{Caller: redisx.NewPlane(rdb, prefix, log)}
 	h.svc = upstreams.NewService(upstreams.Config{Store: postgres.NewUpstreamStore(db), Keys: keys,
-		Connectors:  map[upstreams.Transport]upstreams.Connector{upstreams.Stdio: upstream.NewStdio(redisx.NewPlane(rdb, prefix, log), keys)},
+		Connectors:  map[upstreams.Transport]upstreams.Connector{upstreams.Stdio: upstream.NewStdio(h.sent, keys)},
 		IdleTimeout: time.Minute})
 	require.NoError(t, h.svc.Start(ctx))
 	t.Cleanup(h.svc.Stop) // before the worker stops: sessions end first
@@ -202,4 +206,28 @@ func (h *harness) containers(t testing.TB, tenant identity.Tenant) []container.S
 	list, err := h.m.Client().ContainerList(context.Background(), container.ListOptions{All: true, Filters: args})
 	require.NoError(t, err)
 	return list
+}
+
+// sentPayloads keeps every payload the service sent over the plane.
+type sentPayloads struct {
+	plane.Caller
+	mu  sync.Mutex
+	all []string
+}
+
+func (s *sentPayloads) Call(ctx context.Context, r plane.Request, onProgress func(plane.Progress)) (json.RawMessage, error) {
+	s.mu.Lock()
+	s.all = append(s.all, string(r.Payload))
+	s.mu.Unlock()
+	return s.Caller.Call(ctx, r, onProgress)
+}
+
+// contains reports whether any payload held sub.
+func (s *sentPayloads) contains(sub string) (n int, found bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.all {
+		found = found || strings.Contains(p, sub)
+	}
+	return len(s.all), found
 }

@@ -94,6 +94,9 @@ func TestStdioServerEndToEnd(t *testing.T) {
 	out, err := h.svc.Call(ctx, sub, "tools:getenv", map[string]any{"name": "API_TOKEN"})
 	require.NoError(t, err)
 	require.Contains(t, text(t, out.Result.Content), "s3cret-value")
+	n, leaked := h.sent.contains("s3cret-value")
+	require.Positive(t, n)
+	require.False(t, leaked, "no payload on the plane carries the value in the clear")
 
 	// Locked down: non-root, read-only root, no capabilities, no network.
 	out, err = h.svc.Call(ctx, sub, "tools:whoami", nil)
