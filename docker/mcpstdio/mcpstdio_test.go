@@ -30,6 +30,7 @@ import (
 // tenant's server of the same name is its own container and sees nothing
 // of the first.
 func TestStdioServerEndToEnd(t *testing.T) {
+	t.Parallel()
 	image := fixtureImage(t)
 	h := newHarness(t, []string{image}, 200*time.Millisecond)
 	ctx := context.Background()
@@ -183,6 +184,7 @@ func (h *harness) undenied(t *testing.T) identity.Agent {
 // allow list never starts (it is never pulled); it is saved with the
 // error.
 func TestStdioImageAllowList(t *testing.T) {
+	t.Parallel()
 	image := fixtureImage(t)
 	h := newHarness(t, []string{image}, time.Minute)
 	srv, err := h.svc.Create(context.Background(), h.a.ID, upstreams.Input{Name: "other", Transport: upstreams.Stdio,
@@ -195,6 +197,7 @@ func TestStdioImageAllowList(t *testing.T) {
 // TestEverythingServerOverStdio: the reference server from the npm
 // registry, over stdio in a container: listed, searched and called.
 func TestEverythingServerOverStdio(t *testing.T) {
+	t.Parallel()
 	image := everythingImage(t)
 	h := newHarness(t, []string{image}, time.Minute)
 	ctx := context.Background()

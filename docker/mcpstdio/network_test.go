@@ -35,6 +35,7 @@ func (p pins) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, erro
 // on an internal network; another host, even at the same address, plain
 // http and an address by itself are refused.
 func TestStdioAllowHosts(t *testing.T) {
+	t.Parallel()
 	image := fixtureImage(t)
 	b, c := 1+mrand.IntN(250), 1+mrand.IntN(250)
 	ip := netip.AddrFrom4([4]byte{127, byte(b), byte(c), 9})
