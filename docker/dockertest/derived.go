@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -114,4 +115,40 @@ func hashTree(h io.Writer, name, root string) error {
 		_, err = io.Copy(h, f)
 		return err
 	})
+}
+
+var (
+	fixtureOnce sync.Once
+	fixtureBin  string
+	fixtureErr  error
+)
+
+// MCPFixtureCommand runs the Go SDK stdio fixture server in MCPFixture's
+// image.
+var MCPFixtureCommand = []string{"/usr/local/bin/mcp-fixture"}
+
+// MCPFixture returns the tag of the sandbox base with the Go SDK stdio
+// MCP fixture server (docker/mcpstdio/internal/fixture) built static.
+func MCPFixture(t testing.TB) string {
+	t.Helper()
+	RequireEngine(t)
+	fixtureOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "visor-mcp-fixture-")
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		fixtureBin = filepath.Join(dir, "mcp-fixture")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", fixtureBin, "./docker/mcpstdio/internal/fixture")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fixtureErr = fmt.Errorf("build the fixture server: %w: %s", err, tail(out))
+		}
+	})
+	if fixtureErr != nil {
+		t.Fatal(fixtureErr)
+	}
+	return Derived(t, "mcp-fixture", "COPY mcp-fixture /usr/local/bin/mcp-fixture\n", map[string]string{"mcp-fixture": fixtureBin})
 }

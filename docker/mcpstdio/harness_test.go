@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -32,39 +31,12 @@ import (
 	"github.com/visorhq/visor/upstream"
 )
 
-// fixtureCommand runs the Go SDK fixture server in its image.
-var fixtureCommand = []string{"/usr/local/bin/mcp-fixture"}
-
+// fixtureImage and fixtureCommand are the Go SDK fixture server's
+// (internal/fixture).
 var (
-	fixtureOnce sync.Once
-	fixtureBin  string
-	fixtureErr  error
+	fixtureImage   = dockertest.MCPFixture
+	fixtureCommand = dockertest.MCPFixtureCommand
 )
-
-// fixtureImage is the sandbox base with the Go SDK fixture server
-// (internal/fixture), built static.
-func fixtureImage(t testing.TB) string {
-	t.Helper()
-	dockertest.RequireEngine(t)
-	fixtureOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "visor-mcp-fixture-")
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		fixtureBin = filepath.Join(dir, "mcp-fixture")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-trimpath", "-o", fixtureBin, "./internal/fixture")
-		cmd.Dir = filepath.Dir(file)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fixtureErr = err
-			fixtureBin = string(out)
-		}
-	})
-	require.NoError(t, fixtureErr, "build the fixture server: %s", fixtureBin)
-	return dockertest.Derived(t, "mcp-fixture", "COPY mcp-fixture /usr/local/bin/mcp-fixture\n", map[string]string{"mcp-fixture": fixtureBin})
-}
 
 // everythingEnv names the reference "everything" MCP server's entry point
 // (node_modules/@modelcontextprotocol/server-everything/dist/index.js),
