@@ -53,6 +53,4 @@ func TestStdioServerOverMCP(t *testing.T) {
 	res = callFull(t, r, w.adaKey, "mcp_tool_call", map[string]any{"name": "tools:getenv", "arguments": map[string]any{"name": "API_TOKEN"}})
 	require.False(t, res.IsError, "%+v", res)
 	require.Contains(t, res.Content[0].Text, "e2e-secret", "the worker opened the sealed value")
-	res = callFull(t, r, w.gilKey, "mcp_tool_call", map[string]any{"name": "tools:echo", "arguments": map[string]any{"text": "hi"}})
-	require.True(t, res.IsError, "globex has no server named tools: %+v", res)
 }
