@@ -126,6 +126,19 @@ func (m *Manager) Starts() int {
 	return m.starts
 }
 
+// InFlight is how many calls a server of tenant is running on this worker.
+func (m *Manager) InFlight(tenant, server uuid.UUID) int {
+	m.mu.Lock()
+	s := m.servers[key{tenant, server}]
+	m.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
+}
+
 // Start implements upstream.StdioHost.
 func (m *Manager) Start(ctx context.Context, tenant uuid.UUID, spec upstream.StdioSpec) error {
 	_, err := m.get(ctx, tenant, spec)

@@ -2,6 +2,7 @@ package mcpstdio_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -14,10 +15,13 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/network"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/docker/mcpstdio"
+	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/upstreams"
+	"github.com/visorhq/visor/upstream"
 )
 
 // pins resolves the test's host names to fixed addresses.
@@ -75,4 +79,34 @@ func TestStdioAllowHosts(t *testing.T) {
 	nw, err := h.m.Client().NetworkInspect(ctx, string(info.HostConfig.NetworkMode), network.InspectOptions{})
 	require.NoError(t, err)
 	require.True(t, nw.Internal, "the server's network has no way out but the proxy")
+}
+
+// TestStdioWorkerConcurrencyLimit: the worker runs at most a server's
+// max_concurrent calls at once, whichever replica sent them; one more is
+// refused at once, and a slot frees when a call ends.
+func TestStdioWorkerConcurrencyLimit(t *testing.T) {
+	t.Parallel()
+	image := fixtureImage(t)
+	h := newHarness(t, []string{image}, time.Minute)
+	spec := upstream.StdioSpec{Server: uuid.New(), Name: "busy", Version: 1, Image: image, Command: fixtureCommand, MaxConcurrent: 2}
+	tenant := h.a.ID
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := h.m.Call(ctx, tenant, spec, "wait", json.RawMessage(`{}`))
+			done <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return h.m.InFlight(tenant, spec.Server) == 2 }, 60*time.Second, 20*time.Millisecond,
+		"both waits run")
+	_, err := h.m.Call(context.Background(), tenant, spec, "echo", json.RawMessage(`{"text":"x"}`))
+	require.True(t, fault.Is(err, fault.RateLimited), "a third call is refused at once: %v", err)
+	require.Contains(t, fault.Message(err), "limit of 2 calls")
+	cancel() // the waits end, cancelled
+	require.Error(t, <-done)
+	require.Error(t, <-done)
+	res, err := h.m.Call(context.Background(), tenant, spec, "echo", json.RawMessage(`{"text":"x"}`))
+	require.NoError(t, err)
+	require.Contains(t, string(res.Content), "echo: x")
 }
