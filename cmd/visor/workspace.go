@@ -30,6 +30,7 @@ type WorkspaceConfig struct {
 	Idle      time.Duration         // VISOR_WORKSPACE_IDLE
 	SaveEvery time.Duration         // VISOR_WORKSPACE_SAVE_EVERY
 	Dir       string                // VISOR_WORKSPACE_DIR
+	FS        string                // VISOR_WORKSPACE_FS: tmpfs or folder
 	Quota     int64                 // VISOR_WORKSPACE_QUOTA
 	DevHosts  map[string]netip.Addr // VISOR_WORKSPACE_DEV_HOSTS
 }
@@ -41,6 +42,7 @@ var workspaceVars = []envVar{
 	{"VISOR_WORKSPACE_IDLE", "10m", "a workspace with no call and no running command for this long is saved and its container stopped"},
 	{"VISOR_WORKSPACE_SAVE_EVERY", "15s", "how often a workspace worker saves changed workspaces to Postgres (a worker's death loses at most this much)"},
 	{"VISOR_WORKSPACE_DIR", "", "where a workspace worker unpacks the workspaces it holds; empty: the temporary directory"},
+	{"VISOR_WORKSPACE_FS", "tmpfs", "tmpfs: each workspace's files are on a tmpfs of its quota's size, so commands cannot write past the quota (the workspace worker needs CAP_SYS_ADMIN); folder: a plain folder, the quota bounds file_edit only"},
 	{"VISOR_WORKSPACE_QUOTA", "268435456", "bytes of files a new workspace may hold"},
 	{"VISOR_WORKSPACE_DEV_HOSTS", "", "development only: comma-separated host=address pins the workspace egress proxy uses instead of DNS (git.test=127.0.0.2)"},
 }
@@ -48,7 +50,10 @@ var workspaceVars = []envVar{
 func init() { envVars = append(envVars, workspaceVars...) }
 
 func loadWorkspaceConfig(get func(string) string, bad func(name, format string, args ...any)) WorkspaceConfig {
-	c := WorkspaceConfig{Image: get("VISOR_WORKSPACE_IMAGE"), Dir: get("VISOR_WORKSPACE_DIR")}
+	c := WorkspaceConfig{Image: get("VISOR_WORKSPACE_IMAGE"), Dir: get("VISOR_WORKSPACE_DIR"), FS: get("VISOR_WORKSPACE_FS")}
+	if c.FS != dockerws.FSTmpfs && c.FS != dockerws.FSFolder {
+		bad("VISOR_WORKSPACE_FS", "%q must be tmpfs or folder", c.FS)
+	}
 	var err error
 	if c.Worker, err = strconv.ParseBool(get("VISOR_WORKSPACE_WORKER")); err != nil {
 		bad("VISOR_WORKSPACE_WORKER", "%q must be true or false", get("VISOR_WORKSPACE_WORKER"))
@@ -160,7 +165,7 @@ func (a *app) startWorkspaceWorker(ctx context.Context) error {
 	log := a.log.With("area", "workspace")
 	st := a.stores.workspace
 	cfg := dockerws.Config{Image: c.Image, WorkerID: a.workspaceWorkerID(), BaseDir: c.Dir, MaxWorkspaces: c.Max, IdleAfter: c.Idle,
-		SaveEvery: c.SaveEvery, Runtime: a.cfg.Sandbox.Runtime}
+		SaveEvery: c.SaveEvery, Runtime: a.cfg.Sandbox.Runtime, FS: c.FS, Keys: a.cfg.Secrets.Keys}
 	if len(c.DevHosts) > 0 {
 		cfg.Resolver = devResolver(c.DevHosts)
 		cfg.DevHosts = slices.Collect(maps.Keys(c.DevHosts))

@@ -1,63 +1,15 @@
 #!/usr/bin/env bash
 # Builds the sandbox base image locally, without any image registry: a
-# minimal Debian root filesystem (shell, coreutils, Python 3) made with
-# debootstrap from the machine's Debian mirror and loaded with `docker import`.
-#
-# The image is tagged by a hash of its inputs (this script, the suite, the
-# mirror and the package list), so a machine that already holds it reuses it
-# and a changed input builds a new one. The tag is printed on stdout.
-#
-#   deploy/sandbox/build-base.sh            # prints e.g. visor-sandbox-base:3f2a…
-#
-# Environment: VISOR_SANDBOX_MIRROR (default: the first Debian URI in the
-# apt sources, else http://deb.debian.org/debian), VISOR_SANDBOX_SUITE
-# (default bookworm).
+# minimal Debian (shell, coreutils, Python 3) made with debootstrap and
+# loaded with `docker import` (the steps are in deploy/base/lib.sh). Prints
+# the tag, e.g. visor-sandbox-base:3f2a…; a machine that holds it reuses it.
+# Environment: VISOR_SANDBOX_MIRROR, VISOR_SANDBOX_SUITE (see lib.sh).
 set -euo pipefail
+. "$(dirname "$0")/../base/lib.sh"
 
-suite=${VISOR_SANDBOX_SUITE:-bookworm}
-packages=python3
-mirror=${VISOR_SANDBOX_MIRROR:-}
-if [ -z "$mirror" ]; then
-  mirror=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-    grep -oE 'https?://[^ ]+/debian/?$' | head -1 || true)
-  mirror=${mirror:-http://deb.debian.org/debian}
-fi
-
-hash=$( { cat "$0"; printf '%s\n' "$suite" "$mirror" "$packages"; } | sha256sum | cut -c1-16)
-tag=visor-sandbox-base:$hash
-
-if docker image inspect "$tag" >/dev/null 2>&1; then
-  echo "$tag"
-  exit 0
-fi
-
-command -v debootstrap >/dev/null || { echo "build-base: debootstrap is not installed (apt-get install debootstrap)" >&2; exit 1; }
-
-# Builds that run at the same time (parallel tests) take turns; the second
-# one finds the image the first made.
-exec 9>"/tmp/visor-sandbox-base.lock"
-flock 9
-if docker image inspect "$tag" >/dev/null 2>&1; then
-  echo "$tag"
-  exit 0
-fi
-
-root=$(mktemp -d /tmp/visor-sandbox-rootfs.XXXXXX)
-trap 'rm -rf "$root"' EXIT
-echo "build-base: debootstrap $suite from $mirror into $root" >&2
-debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >&2
-
-# A smaller image: no package caches, documentation or locales.
-rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
-  "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/* \
-  "$root"/var/log/* "$root"/tmp/*
-# The unprivileged user scripts run as (uid/gid 1000), as the production image.
-chroot "$root" sh -c 'groupadd -g 1000 sandbox && useradd -u 1000 -g 1000 -M -d /workspace -s /bin/sh sandbox'
-
-tar -C "$root" -c . | docker import \
-  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'ENV LANG=C.UTF-8' \
-  --change 'WORKDIR /workspace' \
-  --change 'CMD ["/bin/sh"]' \
-  - "$tag" >&2
-echo "$tag"
+base_begin sandbox python3
+base_debootstrap --include
+base_slim
+# Scripts run as uid/gid 1000, as in the production image.
+base_user sandbox /workspace -M
+base_import --change 'WORKDIR /workspace'

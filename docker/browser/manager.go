@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/fault"
 )
@@ -43,12 +44,12 @@ type Config struct {
 	// TempDir holds each session's mounted workspace copy.
 	TempDir string
 	// Resolver pins allowed hosts at session start (default: the system's).
-	Resolver Resolver
+	Resolver egressproxy.Resolver
 	// DevHosts are development hosts (lower case) whose pinned addresses
 	// may be private; every other host keeps only public ones.
 	DevHosts []string
 	// Dialer opens the egress proxy's upstream connections (default: net).
-	Dialer Dialer
+	Dialer egressproxy.Dialer
 	// ExtraFlags are added to Chromium's command line (tests trust their
 	// own certificate with --ignore-certificate-errors-spki-list).
 	ExtraFlags []string

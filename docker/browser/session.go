@@ -19,10 +19,10 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/visorhq/visor/docker"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/computer"
 )
 
@@ -31,7 +31,7 @@ type session struct {
 	spec      computer.Spec
 	network   string
 	container string
-	proxy     *Proxy
+	proxy     *egressproxy.Proxy
 	dir       string // the mounted workspace copy, "" when none
 	cancel    context.CancelFunc
 	tab       context.Context // chromedp's context of the page
@@ -56,30 +56,19 @@ func (m *Manager) create(ctx context.Context, spec computer.Spec) (_ *session, e
 		}
 	}()
 	name := "visor-cu-" + spec.Session.String()
-	nw, err := m.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: m.labels(spec),
-		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"}})
+	nw, err := egressproxy.Open(ctx, m.cli, name, m.labels(spec), spec.Allowed, egressproxy.Config{Resolver: m.cfg.Resolver,
+		DevHosts: m.cfg.DevHosts, Dialer: m.cfg.Dialer, Log: m.log.With("session", spec.Session)})
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return nil, unavailable("the Docker Engine cannot be reached", err)
 		}
-		return nil, fmt.Errorf("create session network: %w", err)
+		return nil, fmt.Errorf("session network: %w", err)
 	}
-	s.network = nw.ID
-	gw, err := m.gateway(ctx, nw.ID)
-	if err != nil {
-		return nil, err
-	}
+	s.network, s.proxy = nw.ID, nw.Proxy
 	flags := append([]string{fmt.Sprintf("--window-size=%d,%d", spec.Width, spec.Height)}, m.cfg.ExtraFlags...)
-	if len(spec.Allowed) > 0 {
-		pinned, failed := Pin(ctx, m.cfg.Resolver, spec.Allowed, m.cfg.DevHosts)
-		if len(failed) > 0 {
-			m.log.Info("allowed hosts that did not resolve at session start", "session", spec.Session, "hosts", failed)
-		}
-		if s.proxy, err = StartProxy(net.JoinHostPort(gw, "0"), pinned, m.cfg.Dialer, m.log.With("session", spec.Session)); err != nil {
-			return nil, err
-		}
+	if s.proxy != nil {
 		// Every request goes to the proxy, loopback included.
-		flags = append(flags, "--proxy-server=http://"+s.proxy.Addr(), "--proxy-bypass-list=<-loopback>")
+		flags = append(flags, "--proxy-server="+nw.URL(), "--proxy-bypass-list=<-loopback>")
 	}
 	mounts, err := s.writeFiles(m.cfg.TempDir, m.dirPrefix(m.cfg.WorkerID))
 	if err != nil {
@@ -111,19 +100,6 @@ func (m *Manager) create(ctx context.Context, spec computer.Spec) (_ *session, e
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func (m *Manager) gateway(ctx context.Context, id string) (string, error) {
-	nw, err := m.cli.NetworkInspect(ctx, id, network.InspectOptions{})
-	if err != nil {
-		return "", fmt.Errorf("inspect session network: %w", err)
-	}
-	for _, c := range nw.IPAM.Config {
-		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
-			return c.Gateway, nil
-		}
-	}
-	return "", errors.New("the session network has no IPv4 gateway")
-}
 
 func (m *Manager) address(ctx context.Context, id string) (string, error) {
 	info, err := m.cli.ContainerInspect(ctx, id)

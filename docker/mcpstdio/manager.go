@@ -23,7 +23,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/google/uuid"
 
-	"github.com/visorhq/visor/docker/browser"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/upstreams"
 	"github.com/visorhq/visor/upstream"
@@ -48,10 +48,10 @@ type Config struct {
 	Memory    int64
 	Processes int64
 	// Resolver, DevHosts and Dialer pin allowed hosts for the egress
-	// proxy, as computer use does (browser.Pin).
-	Resolver browser.Resolver
+	// proxy, as computer use and workspaces do (docker/egressproxy).
+	Resolver egressproxy.Resolver
 	DevHosts []string
-	Dialer   browser.Dialer
+	Dialer   egressproxy.Dialer
 	// Version is Visor's, sent as the MCP client's.
 	Version string
 }

@@ -2,9 +2,7 @@ package mcpstdio
 
 import (
 	"context"
-	"errors"
 	"io"
-	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -13,11 +11,10 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/visorhq/visor/docker"
-	"github.com/visorhq/visor/docker/browser"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/upstream"
 )
@@ -41,8 +38,8 @@ type server struct {
 	err   error
 	slots chan struct{} // the server's concurrency limit
 
-	container, network string
-	proxy              *browser.Proxy
+	container          string
+	net                *egressproxy.Network
 	conn               types.HijackedResponse
 	sess               *upstream.Session
 	ended              chan struct{} // closed when the container's output ends
@@ -121,11 +118,14 @@ func (m *Manager) start(ctx context.Context, s *server) error {
 	}
 	netMode := container.NetworkMode("none")
 	if len(s.spec.AllowHosts) > 0 {
-		proxyURL, err := m.startNetwork(ctx, s, name, labels)
+		var err error
+		s.net, err = egressproxy.Open(ctx, m.cli, name, labels, s.spec.AllowHosts, egressproxy.Config{Resolver: m.cfg.Resolver,
+			DevHosts: m.cfg.DevHosts, Dialer: m.cfg.Dialer, Log: m.log.With("server", s.spec.Name)})
 		if err != nil {
-			return err
+			return fault.Newf(fault.Unavailable, err, "upstream server %s: its network could not be made", s.spec.Name)
 		}
 		netMode = container.NetworkMode(name)
+		proxyURL := s.net.URL()
 		env = append(env, "https_proxy="+proxyURL, "HTTPS_PROXY="+proxyURL, "http_proxy="+proxyURL, "HTTP_PROXY="+proxyURL)
 	}
 	cfg := &container.Config{
@@ -183,38 +183,6 @@ type stdin struct{ c types.HijackedResponse }
 func (w stdin) Write(p []byte) (int, error) { return w.c.Conn.Write(p) }
 func (w stdin) Close() error                { return w.c.CloseWrite() }
 
-// startNetwork makes the server's internal network and its egress proxy,
-// and returns the proxy's URL.
-func (m *Manager) startNetwork(ctx context.Context, s *server, name string, labels map[string]string) (string, error) {
-	nw, err := m.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
-		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"}})
-	if err != nil {
-		return "", fault.Newf(fault.Unavailable, err, "upstream server %s: its network could not be created", s.spec.Name)
-	}
-	s.network = nw.ID
-	info, err := m.cli.NetworkInspect(ctx, nw.ID, network.InspectOptions{})
-	if err != nil {
-		return "", err
-	}
-	gw := ""
-	for _, c := range info.IPAM.Config {
-		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
-			gw = c.Gateway
-		}
-	}
-	if gw == "" {
-		return "", errors.New("the stdio server's network has no IPv4 gateway")
-	}
-	pinned, failed := browser.Pin(ctx, m.cfg.Resolver, s.spec.AllowHosts, m.cfg.DevHosts)
-	if len(failed) > 0 {
-		m.log.Info("allowed hosts that did not resolve", "server", s.spec.Name, "hosts", failed)
-	}
-	if s.proxy, err = browser.StartProxy(net.JoinHostPort(gw, "0"), pinned, m.cfg.Dialer, m.log.With("server", s.spec.Name)); err != nil {
-		return "", err
-	}
-	return "http://" + s.proxy.Addr(), nil
-}
-
 // teardown closes the session and removes the container, network and
 // proxy of s (best effort; the janitor removes what is left).
 func (m *Manager) teardown(s *server) {
@@ -233,11 +201,8 @@ func (m *Manager) teardown(s *server) {
 	if s.sess != nil {
 		_ = s.sess.Close()
 	}
-	if s.proxy != nil {
-		s.proxy.Close()
-	}
-	if s.network != "" {
-		if err := m.cli.NetworkRemove(ctx, s.network); err != nil && !cerrdefs.IsNotFound(err) {
+	if s.net != nil {
+		if err := s.net.Close(ctx, m.cli); err != nil {
 			m.log.Warn("remove stdio server network", "server", s.spec.Name, "err", err)
 		}
 	}

@@ -2,15 +2,21 @@ package workspace_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/docker"
+	dws "github.com/visorhq/visor/docker/workspace"
+	"github.com/visorhq/visor/services/fault"
 	domain "github.com/visorhq/visor/services/workspace"
 )
 
@@ -153,4 +159,106 @@ func BenchmarkWorkspace(b *testing.B) {
 		b.ReportMetric(float64(openEach.Milliseconds()), "open_ms_each") // after ResetTimer, which drops metrics
 		quantiles(b, ds)
 	})
+}
+
+// BenchmarkWorkspacesHeldOnOneWorker fills one worker to its default
+// limit (VISOR_WORKSPACE_MAX, 16) with workspaces of 4 MB of files each,
+// checks a seventeenth is refused, and reports what holding them costs:
+// the worker process's CPU and the containers' CPU and memory while they
+// sit idle for 10 s, then `true` run in all of them at once.
+func BenchmarkWorkspacesHeldOnOneWorker(b *testing.B) {
+	const limit = 16
+	e := setupB(b)
+	ctx := context.Background()
+	worker := "ws-bench-" + uuid.NewString()[:8]
+	m := e.managerB(b, worker, func(c *dws.Config) { c.MaxWorkspaces = limit })
+	var refs []domain.Ref
+	open := time.Now()
+	for range limit {
+		ref := e.newRef(b)
+		a, err := m.Do(ctx, ref, domain.Op{Exec: &domain.ExecArgs{Cmd: "head -c 3000000 /dev/urandom | base64 > data.txt", WaitMS: 30000}}, true)
+		require.NoError(b, err)
+		require.True(b, *a.Session.CommandOK, a.Session.Output)
+		refs = append(refs, ref)
+	}
+	openEach := time.Since(open) / limit
+	_, err := m.Do(ctx, e.newRef(b), domain.Op{Status: true}, true)
+	require.True(b, fault.Is(err, fault.Unavailable), "the worker is full: %v", err)
+
+	list, err := m.Client().ContainerList(ctx, container.ListOptions{Filters: docker.Filter(docker.Workspace, worker)})
+	require.NoError(b, err)
+	require.Len(b, list, limit)
+	// Idle, with the worker's janitor renewing the leases every second
+	// and saving what changed.
+	j := dws.NewJanitor(m, time.Second)
+	j.First = func(context.Context) {} // the start-up sweep would remove what this worker holds
+	require.NoError(b, j.Start(ctx))
+	cpu0, wall0 := processCPU(b), time.Now()
+	ccpu0 := containersCPU(b, m, list)
+	time.Sleep(10 * time.Second)
+	workerPct := 100 * (processCPU(b) - cpu0).Seconds() / time.Since(wall0).Seconds()
+	containersPct := 100 * (containersCPU(b, m, list) - ccpu0).Seconds() / time.Since(wall0).Seconds()
+	var mem uint64
+	for _, c := range list {
+		mem += containerMemory(b, m, c.ID)
+	}
+
+	var ds []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for _, ref := range refs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := m.Do(ctx, ref, domain.Op{Exec: &domain.ExecArgs{Cmd: "true", WaitMS: 30000}}, false)
+				if err != nil {
+					panic(fmt.Sprint(err))
+				}
+			}()
+		}
+		wg.Wait()
+		ds = append(ds, time.Since(t0))
+	}
+	b.StopTimer()
+	j.Last = nil // the manager's cleanup lets them go
+	j.Stop()
+	b.ReportMetric(float64(m.Held()), "held")
+	b.ReportMetric(float64(openEach.Milliseconds()), "open_ms_each")
+	b.ReportMetric(workerPct, "idle_worker_cpu_%")
+	b.ReportMetric(containersPct, "idle_containers_cpu_%")
+	b.ReportMetric(float64(mem)/limit/1e6, "container_MB_each")
+	quantiles(b, ds)
+}
+
+// processCPU is the CPU time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// containersCPU is the CPU time the containers have used, from their
+// cgroups as the engine reports them.
+func containersCPU(b *testing.B, m *dws.Manager, list []container.Summary) time.Duration {
+	var total time.Duration
+	for _, c := range list {
+		total += time.Duration(containerStats(b, m, c.ID).CPUStats.CPUUsage.TotalUsage)
+	}
+	return total
+}
+
+// containerMemory is a container's memory use, its tmpfs pages included.
+func containerMemory(b *testing.B, m *dws.Manager, id string) uint64 {
+	return containerStats(b, m, id).MemoryStats.Usage
+}
+
+func containerStats(b *testing.B, m *dws.Manager, id string) container.StatsResponse {
+	res, err := m.Client().ContainerStatsOneShot(context.Background(), id)
+	require.NoError(b, err)
+	defer res.Body.Close()
+	var st container.StatsResponse
+	require.NoError(b, json.NewDecoder(res.Body).Decode(&st))
+	return st
 }

@@ -2,10 +2,8 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -13,10 +11,9 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/network"
 
 	"github.com/visorhq/visor/docker"
-	"github.com/visorhq/visor/docker/browser"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/fault"
 	domain "github.com/visorhq/visor/services/workspace"
 )
@@ -62,7 +59,7 @@ func (m *Manager) startContainer(ctx context.Context, h *held) error {
 		ReadonlyRootfs: true, LogConfig: container.LogConfig{Type: "none"},
 		Tmpfs: map[string]string{"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"},
 		Mounts: []mount.Mount{
-			{Type: mount.TypeBind, Source: filepath.Join(h.dir, "files"), Target: domain.MountPath},
+			{Type: mount.TypeBind, Source: filesDir(h.dir), Target: domain.MountPath},
 			{Type: mount.TypeBind, Source: filepath.Join(h.dir, "skills"), Target: "/skills", ReadOnly: true},
 		},
 		Resources: container.Resources{Memory: m.cfg.Memory, MemorySwap: m.cfg.Memory, PidsLimit: &pids, NanoCPUs: NanoCPUs},
@@ -90,34 +87,13 @@ func (m *Manager) startContainer(ctx context.Context, h *held) error {
 // startNetwork makes the internal network and the proxy, and returns the
 // proxy URL the container's tools are given.
 func (m *Manager) startNetwork(ctx context.Context, h *held, name string) (string, error) {
-	_ = m.cli.NetworkRemove(ctx, name) // a leftover
-	nw, err := m.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: m.labels(h),
-		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"}})
+	nw, err := egressproxy.Open(ctx, m.cli, name, m.labels(h), h.ref.AllowedHosts, egressproxy.Config{Resolver: m.cfg.Resolver,
+		DevHosts: m.cfg.DevHosts, Dialer: m.cfg.Dialer, Log: m.log.With("workspace", h.ref.ID)})
 	if err != nil {
-		return "", fault.Newf(fault.Unavailable, err, "the workspace network could not be created")
+		return "", fault.Newf(fault.Unavailable, err, "the workspace network could not be made")
 	}
-	h.network = nw.ID
-	info, err := m.cli.NetworkInspect(ctx, nw.ID, network.InspectOptions{})
-	if err != nil {
-		return "", err
-	}
-	gw := ""
-	for _, c := range info.IPAM.Config {
-		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
-			gw = c.Gateway
-		}
-	}
-	if gw == "" {
-		return "", errors.New("the workspace network has no IPv4 gateway")
-	}
-	pinned, failed := browser.Pin(ctx, m.cfg.Resolver, h.ref.AllowedHosts, m.cfg.DevHosts)
-	if len(failed) > 0 {
-		m.log.Info("allowed hosts that did not resolve", "workspace", h.ref.ID, "hosts", failed)
-	}
-	if h.proxy, err = browser.StartProxy(net.JoinHostPort(gw, "0"), pinned, m.cfg.Dialer, m.log.With("workspace", h.ref.ID)); err != nil {
-		return "", err
-	}
-	return "http://" + h.proxy.Addr(), nil
+	h.network, h.proxy = nw.ID, nw.Proxy
+	return nw.URL(), nil
 }
 
 // teardown ends the sessions and removes the container, network, proxy
@@ -145,6 +121,11 @@ func (h *held) teardown(m *Manager) {
 	}
 	if h.tree != nil {
 		_ = h.tree.Close()
+	}
+	if h.mounted {
+		if err := unmountQuota(filesDir(h.dir)); err != nil {
+			m.log.Warn("unmount workspace filesystem", "workspace", h.ref.ID, "err", err)
+		}
 	}
 	if h.dir != "" {
 		if err := removeAll(h.dir); err != nil {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/visorhq/visor/docker/browser"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/fault"
 	domain "github.com/visorhq/visor/services/workspace"
 )
@@ -19,10 +19,12 @@ type held struct {
 	ws   domain.Workspace
 	dir  string
 	tree *domain.Tree
+	// mounted: the tree is on a filesystem of the quota's size.
+	mounted bool
 
 	container string
 	network   string
-	proxy     *browser.Proxy
+	proxy     *egressproxy.Proxy
 	allowed   []string
 
 	mu       sync.Mutex
@@ -61,12 +63,17 @@ func (h *held) setUsage(bytes int64, files int, rev int64) {
 	}
 }
 
-// setAllowed notes a changed allow list; it takes effect when the
-// container next starts (the proxy's pins are fixed at start).
-func (h *held) setAllowed(ref domain.Ref) {
+// setQuota notes a changed quota, reporting whether it changed. (A
+// changed allow list takes effect when the container next starts: the
+// proxy's pins are fixed at start.)
+func (h *held) setQuota(ref domain.Ref) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ref.Quota = ref.Quota
+	changed := ref.Quota > 0 && ref.Quota != h.ref.Quota
+	if changed {
+		h.ref.Quota = ref.Quota
+	}
+	return changed
 }
 
 // idle reports whether the workspace had no call for d and runs nothing.
@@ -153,7 +160,13 @@ func (h *held) do(ctx context.Context, m *Manager, op domain.Op) (domain.Answer,
 
 func (h *held) edit(a domain.EditArgs) (domain.Answer, error) {
 	u := h.measure()
-	r, err := h.tree.Edit(a, u.Quota-u.Bytes)
+	room := u.Quota - u.Bytes
+	if h.mounted { // the filesystem also counts each file's last page
+		if _, free, err := fsUse(filesDir(h.dir)); err == nil {
+			room = min(room, free)
+		}
+	}
+	r, err := h.tree.Edit(a, room)
 	if err != nil {
 		return domain.Answer{}, err
 	}

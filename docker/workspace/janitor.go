@@ -133,7 +133,11 @@ func (m *Manager) sweepOwn(ctx context.Context) {
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
 			if _, err := uuid.Parse(strings.TrimPrefix(e.Name(), prefix)); err == nil {
-				_ = os.RemoveAll(filepath.Join(m.cfg.BaseDir, e.Name()))
+				dir := filepath.Join(m.cfg.BaseDir, e.Name())
+				if err := unmountQuota(filesDir(dir)); err != nil {
+					m.log.Warn("unmount a left workspace filesystem", "err", err)
+				}
+				_ = os.RemoveAll(dir)
 			}
 		}
 	}

@@ -21,8 +21,9 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/google/uuid"
 
-	"github.com/visorhq/visor/docker/browser"
+	"github.com/visorhq/visor/docker/egressproxy"
 	"github.com/visorhq/visor/services/fault"
+	"github.com/visorhq/visor/services/secrets"
 	domain "github.com/visorhq/visor/services/workspace"
 )
 
@@ -44,11 +45,17 @@ type Config struct {
 	Runtime string
 	// Memory, in bytes (default 2 GiB).
 	Memory int64
-	// Resolver and DevHosts pin allowed hosts for the egress proxy, as
-	// computer use does (browser.Pin).
-	Resolver browser.Resolver
+	// Keys open the sealed variables of the Skills commands run with
+	// (nil: a Skill with variables cannot run here).
+	Keys *secrets.Keyring
+	// FS is the filesystem a workspace's tree lives on: FSTmpfs (the
+	// default; the quota holds for commands too) or FSFolder.
+	FS string
+	// Resolver and DevHosts pin allowed hosts for the egress proxy
+	// (egressproxy.Pin), as for computer use.
+	Resolver egressproxy.Resolver
 	DevHosts []string
-	Dialer   browser.Dialer
+	Dialer   egressproxy.Dialer
 }
 
 // Stores are where workspaces, artifacts and Skills live.
@@ -58,10 +65,11 @@ type Stores struct {
 	Skills     SkillSource
 }
 
-// SkillSource loads an installed Skill's packed files for commands that
-// run with it.
+// SkillSource loads an installed Skill's packed files and its sealed
+// variables for commands that run with it.
 type SkillSource interface {
 	SkillArchive(ctx context.Context, tenantID, agentID uuid.UUID, name string, version int) ([]byte, error)
+	domain.EnvSource
 }
 
 // Manager holds this worker's workspaces. It is safe for concurrent use.
@@ -105,6 +113,16 @@ func New(cfg Config, stores Stores, log *slog.Logger) (*Manager, error) {
 	if cfg.Dialer == nil {
 		cfg.Dialer = &net.Dialer{}
 	}
+	switch cfg.FS {
+	case "", FSTmpfs:
+		cfg.FS = FSTmpfs
+		if err := probeMount(cfg.BaseDir); err != nil {
+			return nil, err
+		}
+	case FSFolder:
+	default:
+		return nil, fmt.Errorf("workspace filesystem %q: want %s or %s", cfg.FS, FSTmpfs, FSFolder)
+	}
 	return &Manager{cfg: cfg, cli: cli, stores: stores, log: log, held: map[uuid.UUID]*held{}, opening: map[uuid.UUID]chan struct{}{}}, nil
 }
 
@@ -128,7 +146,16 @@ func (m *Manager) Do(ctx context.Context, ref domain.Ref, op domain.Op, open boo
 		return domain.Answer{}, err
 	}
 	h.touch()
-	return h.do(ctx, m, op)
+	a, err := h.do(ctx, m, op)
+	if err == nil && (a.Session != nil || len(a.Sessions) > 0) && m.stores.Skills != nil {
+		// Skill variable values never leave the worker in an answer.
+		r, rerr := domain.Redactor(ctx, m.stores.Skills, m.cfg.Keys, ref.Tenant, ref.Agent)
+		if rerr != nil {
+			return domain.Answer{}, rerr
+		}
+		a.Redact(r)
+	}
+	return a, err
 }
 
 // get returns the held workspace, opening it when asked and needed.
@@ -141,7 +168,9 @@ func (m *Manager) get(ctx context.Context, ref domain.Ref, open bool) (*held, er
 			m.mu.Unlock()
 			switch {
 			case h != nil && h.ref.Tenant == ref.Tenant && h.ref.Agent == ref.Agent:
-				h.setAllowed(ref)
+				if h.setQuota(ref) {
+					m.resize(h)
+				}
 				return h, nil
 			case h != nil || wait == nil:
 				return nil, domain.ErrNotHeld
@@ -205,7 +234,8 @@ func (m *Manager) dir(id uuid.UUID) string {
 	return filepath.Join(m.cfg.BaseDir, "visor-ws-"+workerTag(m.cfg.WorkerID)+"-"+id.String())
 }
 
-// restore unpacks the workspace's last snapshot into a fresh folder.
+// restore unpacks the workspace's last snapshot into a fresh folder: on
+// a filesystem the size of the quota when the worker mounts one.
 func (m *Manager) restore(ctx context.Context, h *held) error {
 	h.dir = m.dir(h.ref.ID)
 	if err := os.RemoveAll(h.dir); err != nil {
@@ -220,13 +250,22 @@ func (m *Manager) restore(ctx context.Context, h *held) error {
 			_ = os.Chown(d, uid, gid)
 		}
 	}
-	tree, err := domain.OpenTree(filepath.Join(h.dir, "files"), uid, gid)
+	quota := max(h.ref.Quota, h.ws.Quota)
+	if m.cfg.FS == FSTmpfs {
+		// Room for a snapshot saved before a quota was lowered (and for
+		// each file's last page); shrunk to the quota once unpacked.
+		if err := mountQuota(filesDir(h.dir), 2*quota+int64(h.ws.FilesUsed+16)*page, uid, gid); err != nil {
+			return err
+		}
+		h.mounted = true
+	}
+	tree, err := domain.OpenTree(filesDir(h.dir), uid, gid)
 	if err != nil {
 		return err
 	}
 	h.tree = tree
 	if h.ws.Revision == 0 {
-		return nil
+		return m.fit(h)
 	}
 	pr, pw := ioPipe()
 	errc := make(chan error, 1)
@@ -235,12 +274,38 @@ func (m *Manager) restore(ctx context.Context, h *held) error {
 		pw.CloseWithError(err)
 		errc <- err
 	}()
-	uerr := domain.Unpack(pr, tree.Root, 2*max(h.ref.Quota, h.ws.Quota), uid, gid)
+	uerr := domain.Unpack(pr, tree.Root, 2*quota, uid, gid)
 	pr.CloseWithError(errors.New("unpack ended"))
 	if lerr := <-errc; lerr != nil && uerr == nil {
 		return fmt.Errorf("load snapshot: %w", lerr)
 	}
-	return uerr
+	if uerr != nil {
+		return uerr
+	}
+	return m.fit(h)
+}
+
+// fit sizes a held workspace's filesystem to its quota, or to what it
+// holds when that is more (a quota lowered since the last save: nothing
+// may grow until enough is removed).
+func (m *Manager) fit(h *held) error {
+	if !h.mounted {
+		return nil
+	}
+	h.mu.Lock()
+	quota := h.ref.Quota
+	if quota <= 0 {
+		quota = max(h.ws.Quota, domain.DefaultQuota)
+	}
+	h.mu.Unlock()
+	return resizeQuota(filesDir(h.dir), quota)
+}
+
+// resize applies a changed quota to a held workspace's filesystem.
+func (m *Manager) resize(h *held) {
+	if err := m.fit(h); err != nil {
+		m.log.Warn("resize a workspace filesystem", "workspace", h.ref.ID, "err", err)
+	}
 }
 
 // Save packs a held workspace's tree and stores it as the next revision,

@@ -67,9 +67,13 @@ func (e *env) newRef(t testing.TB) domain.Ref {
 
 func (e *env) manager(t *testing.T, worker string) *dws.Manager { return e.managerB(t, worker) }
 
-func (e *env) managerB(t testing.TB, worker string) *dws.Manager {
+func (e *env) managerB(t testing.TB, worker string, opts ...func(*dws.Config)) *dws.Manager {
 	t.Helper()
-	m, err := dws.New(dws.Config{Image: e.image, WorkerID: worker, BaseDir: t.TempDir(), IdleAfter: time.Hour},
+	cfg := dws.Config{Image: e.image, WorkerID: worker, BaseDir: t.TempDir(), IdleAfter: time.Hour}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := dws.New(cfg,
 		dws.Stores{Workspaces: e.store, Artifacts: e.store, Skills: e.store}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -255,4 +259,57 @@ func TestStopSavesWhatARunningCommandWrote(t *testing.T) {
 	require.NoError(t, err)
 	v = exec(t, m, e.ref, "cat p", 10*time.Second)
 	require.Equal(t, "part\n", v.Output)
+}
+
+// TestCommandsCannotWritePastTheQuota: the tree is on a filesystem of the
+// quota's size, so a command writing past the quota fails with ENOSPC as
+// a normal result; file_edit refuses to grow the full workspace; the
+// snapshot saved stays within the quota and restores; removing the file
+// makes the workspace usable again.
+func TestCommandsCannotWritePastTheQuota(t *testing.T) {
+	e := setup(t) // a 64 MiB quota
+	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
+	ctx := context.Background()
+
+	v := exec(t, m, e.ref, "dd if=/dev/zero of=big bs=1M count=100", 30*time.Second)
+	require.Equal(t, domain.Exited, v.Status)
+	require.False(t, *v.CommandOK, "the command failed: %s", v.Output)
+	require.NotZero(t, *v.ExitCode)
+	require.Contains(t, v.Output, "No space left on device")
+	v = exec(t, m, e.ref, "yes > y.txt", 30*time.Second)
+	require.False(t, *v.CommandOK, "yes > file ends at the quota too: %s", v.Output)
+
+	_, err := m.Do(ctx, e.ref, domain.Op{Edit: &domain.EditArgs{Action: "add", Path: "more.txt", Content: "more\n"}}, false)
+	require.True(t, fault.Is(err, fault.TooLarge), "file_edit refuses to grow a full workspace: %v", err)
+	a, err := m.Do(ctx, e.ref, domain.Op{Status: true}, false)
+	require.NoError(t, err)
+	require.LessOrEqual(t, a.Usage.Bytes, e.ref.Quota)
+
+	_, err = m.Do(ctx, e.ref, domain.Op{Stop: true}, false)
+	require.NoError(t, err)
+	ws, err := e.store.Get(ctx, e.tenant.ID, e.agent.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), ws.Revision)
+	require.LessOrEqual(t, ws.BytesUsed, e.ref.Quota, "the snapshot holds at most the quota")
+	require.Greater(t, ws.BytesUsed, e.ref.Quota/2)
+
+	// Restored (full), the workspace is usable once a file goes.
+	v = exec(t, m, e.ref, "rm big && echo fine > small.txt && cat small.txt && df -k /workspace | tail -1", 30*time.Second)
+	require.True(t, *v.CommandOK, v.Output)
+	require.Contains(t, v.Output, "fine\n")
+	_, err = m.Do(ctx, e.ref, domain.Op{Edit: &domain.EditArgs{Action: "add", Path: "more.txt", Content: "more\n"}}, false)
+	require.NoError(t, err)
+	a, err = m.Do(ctx, e.ref, domain.Op{Read: &domain.ReadArgs{Path: "more.txt"}}, false)
+	require.NoError(t, err)
+	require.Equal(t, "more\n", a.Read.Content)
+
+	// A quota raised while the workspace is held takes effect at the next
+	// call.
+	v = exec(t, m, e.ref, "dd if=/dev/zero of=big bs=1M count=80 2>&1; rm -f big", 30*time.Second)
+	require.Contains(t, v.Output, "No space left on device")
+	raised := e.ref
+	raised.Quota = 128 << 20
+	a, err = m.Do(ctx, raised, domain.Op{Exec: &domain.ExecArgs{Cmd: "dd if=/dev/zero of=big bs=1M count=80 && rm big", WaitMS: 30000}}, false)
+	require.NoError(t, err)
+	require.True(t, *a.Session.CommandOK, a.Session.Output)
 }

@@ -150,6 +150,9 @@ func (h *held) exec(ctx context.Context, m *Manager, a domain.ExecArgs) (domain.
 			return domain.Answer{}, err
 		}
 		workdir = dir
+		if a.Env, err = domain.OpenSkillEnv(ctx, m.stores.Skills, m.cfg.Keys, h.ref.Tenant, h.ref.Agent, a.Skill); err != nil {
+			return domain.Answer{}, err
+		}
 	}
 	if a.Workdir != "" {
 		rel, _ := domain.CleanPath(a.Workdir)

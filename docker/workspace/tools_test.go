@@ -44,11 +44,11 @@ type toolEnv struct {
 func newToolEnv(t *testing.T, opts ...func(*domain.Config)) *toolEnv {
 	t.Helper()
 	e := setup(t)
-	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
 	k, err := secrets.NewKey("k1")
 	require.NoError(t, err)
 	keys, err := secrets.ParseKeyring(k)
 	require.NoError(t, err)
+	m := e.managerB(t, "ws-test-"+uuid.NewString()[:8], func(c *dws.Config) { c.Keys = keys })
 	cfg := domain.Config{Store: e.store, Tasks: e.store, Skills: e.store, Artifacts: e.store, Keys: keys, Runner: localRunner{m}, Image: e.image}
 	for _, o := range opts {
 		o(&cfg)

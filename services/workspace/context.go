@@ -14,6 +14,7 @@ var rules = []string{
 	"Read before you edit; use file_edit expected_matches so a changed file refuses a stale edit, and dry_run to preview.",
 	"exec_command returns session_id when a command runs past wait_ms: follow it with session_observe status and its next_cursor.",
 	"Check isError first, then command_ok / exit_code (commands) or valid / changed / written (other tools).",
+	"The quota is the size of /workspace: a write past it fails with 'No space left on device' and file_edit refuses it; remove files to make room.",
 	"Network: HTTPS to your allowed hosts only, through the workspace proxy; everything else is unreachable.",
 	"A Skill is a document: read skill://<name>/SKILL.md, then act with real tools. Installing never runs it.",
 	"Track multi-step work with task_manage; complete needs verification evidence.",

@@ -23,8 +23,9 @@ const (
 )
 
 // ExecArgs are exec_command's arguments, after checks. Env holds the
-// variables of the Skill the command runs with (opened from their sealed
-// form by serve); it is never logged.
+// variables of the Skill the command runs with, opened on the worker from
+// their sealed form in Postgres; it is never marshalled (so never sent
+// over the worker plane) nor logged.
 type ExecArgs struct {
 	Cmd       string            `json:"cmd"`
 	Workdir   string            `json:"workdir,omitempty"`
@@ -33,7 +34,7 @@ type ExecArgs struct {
 	TTY       bool              `json:"tty,omitempty"`
 	Skill     string            `json:"skill,omitempty"`
 	SkillRev  int               `json:"skill_version,omitempty"`
-	Env       map[string]string `json:"env,omitempty"`
+	Env       map[string]string `json:"-"`
 }
 
 // Check validates a's sizes and fills defaults.

@@ -3,11 +3,8 @@ package workspace
 import (
 	"context"
 	"log/slog"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
@@ -102,32 +99,10 @@ func (s *Service) run(ctx context.Context, sub *tools.Subject, op Op) (Answer, e
 }
 
 // redactor replaces the values of the employee's Skill environment
-// variables in command output with their names.
+// variables in command output with their names (the worker has replaced
+// them already; this holds for answers of a worker without the keys).
 func (s *Service) redactor(ctx context.Context, p identity.Principal) (*strings.Replacer, error) {
-	vars, err := s.cfg.Skills.SkillEnv(ctx, p.TenantID, p.AgentID, "")
-	if err != nil || len(vars) == 0 || s.cfg.Keys == nil {
-		return nil, err
-	}
-	type pair struct{ value, name string }
-	var pairs []pair
-	for _, v := range vars {
-		plain, err := s.cfg.Keys.Open(v.Sealed, envContext(p.TenantID, p.AgentID, v.Skill, v.Name))
-		if err != nil || len(plain) < 4 { // too short to redact without mangling ordinary output
-			continue
-		}
-		pairs = append(pairs, pair{string(plain), "[redacted:" + v.Name + "]"})
-	}
-	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i].value) > len(pairs[j].value) })
-	args := make([]string, 0, 2*len(pairs))
-	for _, p := range pairs {
-		args = append(args, p.value, p.name)
-	}
-	return strings.NewReplacer(args...), nil
-}
-
-// envContext binds a sealed Skill variable to its owner and name.
-func envContext(tenantID, agentID uuid.UUID, skill, name string) string {
-	return "skill_env:" + tenantID.String() + ":" + agentID.String() + ":" + skill + ":" + name
+	return Redactor(ctx, s.cfg.Skills, s.cfg.Keys, p.TenantID, p.AgentID)
 }
 
 // UpstreamServer is one upstream MCP server a caller may use, as the

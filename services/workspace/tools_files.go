@@ -128,7 +128,6 @@ func (s *Service) execTool(ctx context.Context, c tools.Call) (*tools.Result, er
 	if err := decode(c, &a); err != nil {
 		return nil, err
 	}
-	a.Env = nil // only the Skill's own variables, set below
 	if err := a.Check(); err != nil {
 		return nil, err
 	}

@@ -171,8 +171,9 @@ func (s *Service) skillEnv(ctx context.Context, p identity.Principal, a skillArg
 		Structured: map[string]any{"name": a.Name, "env_name": a.EnvName, "set": true, "encrypted": true}}, nil
 }
 
-// withSkill points a command at the active version of its Skill, with
-// the Skill's variables opened.
+// withSkill points a command at the active version of its Skill. The
+// Skill's variables are not opened here: the worker reads and opens them
+// itself, so no value crosses the worker plane.
 func (s *Service) withSkill(ctx context.Context, sub *tools.Subject, a *ExecArgs) error {
 	p := sub.Principal
 	k, err := s.cfg.Skills.ActiveSkill(ctx, p.TenantID, p.AgentID, a.Skill)
@@ -180,23 +181,6 @@ func (s *Service) withSkill(ctx context.Context, sub *tools.Subject, a *ExecArgs
 		return fault.New(fault.NotFound, "skill %q is not installed", clip(a.Skill))
 	}
 	a.SkillRev = k.Version
-	vars, err := s.cfg.Skills.SkillEnv(ctx, p.TenantID, p.AgentID, a.Skill)
-	if err != nil {
-		return err
-	}
-	for _, v := range vars {
-		if s.cfg.Keys == nil {
-			return fault.New(fault.Unavailable, "skill %s has variables but no secret key is configured to open them", a.Skill)
-		}
-		plain, err := s.cfg.Keys.Open(v.Sealed, envContext(p.TenantID, p.AgentID, a.Skill, v.Name))
-		if err != nil {
-			return fault.Newf(fault.Unavailable, err, "skill %s: variable %s cannot be opened with the configured keys", a.Skill, v.Name)
-		}
-		if a.Env == nil {
-			a.Env = map[string]string{}
-		}
-		a.Env[v.Name] = string(plain)
-	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/visorhq/visor/services/fault"
@@ -53,6 +54,8 @@ func FileError(rel string, err error) error {
 		return escapeError(rel)
 	case errors.Is(err, fs.ErrPermission):
 		return fault.New(fault.Forbidden, "%s: permission denied", rel)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fault.New(fault.TooLarge, "%s: the workspace is full (its quota is used up); remove files to make room", rel)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory") {
@@ -102,6 +105,7 @@ func (t *Tree) writeText(rel, text string) error {
 	}
 	tmp := rel + ".visor-tmp"
 	if err := t.Root.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		_ = t.Root.Remove(tmp) // a write cut short by a full filesystem
 		return FileError(rel, err)
 	}
 	t.own(tmp)

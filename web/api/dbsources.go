@@ -66,29 +66,15 @@ func (r DBSources) Operations() []Operation {
 // list pages through the tenant's sources by name (a tenant holds at most
 // a hundred, so the page is cut from the whole list).
 func (r DBSources) list(c echo.Context) error {
-	page, err := ReadPage(c)
-	if err != nil {
-		return err
-	}
-	var after string
-	more, err := page.Decode(&after)
-	if err != nil {
-		return err
-	}
 	all, err := r.svc.List(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}
-	out := DBSourceList{Sources: []dbsources.Source{}}
-	for _, s := range all {
-		if (!more || s.Name > after) && len(out.Sources) < page.Limit {
-			out.Sources = append(out.Sources, s)
-		}
+	sources, next, err := pageBy(c, all, func(s dbsources.Source) string { return s.Name })
+	if err != nil {
+		return err
 	}
-	if n := len(out.Sources); n == page.Limit {
-		out.NextCursor = EncodeCursor(out.Sources[n-1].Name)
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, DBSourceList{Sources: nonNil(sources), NextCursor: next})
 }
 
 func (r DBSources) get(c echo.Context) error {

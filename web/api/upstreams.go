@@ -86,29 +86,15 @@ func (r Upstreams) Operations() []Operation {
 }
 
 func (r Upstreams) list(c echo.Context) error {
-	page, err := ReadPage(c)
-	if err != nil {
-		return err
-	}
-	var after string
-	more, err := page.Decode(&after)
-	if err != nil {
-		return err
-	}
 	all, err := r.svc.List(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}
-	out := UpstreamList{Servers: []upstreams.Server{}}
-	for _, s := range all {
-		if (!more || s.Name > after) && len(out.Servers) < page.Limit {
-			out.Servers = append(out.Servers, s)
-		}
+	servers, next, err := pageBy(c, all, func(s upstreams.Server) string { return s.Name })
+	if err != nil {
+		return err
 	}
-	if n := len(out.Servers); n == page.Limit {
-		out.NextCursor = EncodeCursor(out.Servers[n-1].Name)
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, UpstreamList{Servers: nonNil(servers), NextCursor: next})
 }
 
 func (r Upstreams) get(c echo.Context) error {

@@ -2,8 +2,6 @@ package api
 
 import (
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,30 +47,15 @@ func (r Workspaces) Operations() []Operation {
 // list pages through the tenant's workspaces by id (a tenant holds one
 // per employee, so the page is cut from the whole list).
 func (r Workspaces) list(c echo.Context) error {
-	page, err := ReadPage(c)
-	if err != nil {
-		return err
-	}
-	var after string
-	more, err := page.Decode(&after)
-	if err != nil {
-		return err
-	}
 	all, err := r.svc.Workspaces(c.Request().Context(), tenant(c).ID)
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(all, func(a, b workspace.Overview) int { return strings.Compare(a.ID.String(), b.ID.String()) })
-	out := WorkspaceList{Workspaces: []workspace.Overview{}}
-	for _, w := range all {
-		if (!more || w.ID.String() > after) && len(out.Workspaces) < page.Limit {
-			out.Workspaces = append(out.Workspaces, w)
-		}
+	spaces, next, err := pageBy(c, all, func(w workspace.Overview) string { return w.ID.String() })
+	if err != nil {
+		return err
 	}
-	if n := len(out.Workspaces); n == page.Limit {
-		out.NextCursor = EncodeCursor(out.Workspaces[n-1].ID.String())
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, WorkspaceList{Workspaces: nonNil(spaces), NextCursor: next})
 }
 
 func (r Workspaces) get(c echo.Context) error {

@@ -1,4 +1,11 @@
-package browser
+// Package egressproxy is the one way out of a locked-down container's
+// network: an internal Docker network (no route out, containers cannot
+// reach each other) and, on its gateway, an HTTP CONNECT proxy that
+// tunnels only to port 443 of the allowed hosts, at the addresses they
+// had when it started. Computer use's browsers and the workspaces'
+// containers use it. In: the allowed hosts (and development hosts); out:
+// a network to attach the container to and the proxy URL to give it.
+package egressproxy
 
 import (
 	"bufio"
@@ -28,7 +35,7 @@ type Dialer interface {
 	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// Proxy is one session's egress proxy: the only way out of the session's
+// Proxy is one container's egress proxy: the only way out of its
 // internal network. It accepts HTTP CONNECT to port 443 of a host that was
 // on the allowlist when the session started, and tunnels to the addresses
 // that host had then (pinned); everything else — plain HTTP, another port,
@@ -51,7 +58,7 @@ type Proxy struct {
 // outbound guard calls public (egress.Public) unless the host is one of
 // the operator's development hosts. A host left with no address (it did
 // not resolve, or only to private ones) is left out, so navigation to it
-// fails, and reported.
+// fails, and reported. Hosts are compared in lower case.
 func Pin(ctx context.Context, r Resolver, allowed, devHosts []string) (map[string][]netip.Addr, []string) {
 	pinned := map[string][]netip.Addr{}
 	var failed []string
@@ -71,8 +78,8 @@ func Pin(ctx context.Context, r Resolver, allowed, devHosts []string) (map[strin
 	return pinned, failed
 }
 
-// StartProxy listens on addr (the session network's gateway, port 0) and
-// serves until Close.
+// StartProxy listens on addr (the network's gateway, port 0) and serves
+// until Close.
 func StartProxy(addr string, pinned map[string][]netip.Addr, d Dialer, log *slog.Logger) (*Proxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -84,7 +91,7 @@ func StartProxy(addr string, pinned map[string][]netip.Addr, d Dialer, log *slog
 	return p, nil
 }
 
-// Addr is the address the browser is told to use as its proxy.
+// Addr is the address the container is told to use as its proxy.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Refused counts the requests the proxy refused.

@@ -1,6 +1,8 @@
-package browser
+package egressproxy
 
 import (
+	"context"
+	"net"
 	"net/netip"
 	"testing"
 
@@ -28,4 +30,14 @@ func TestPinKeepsOnlyPublicAddressesOffTheDevelopmentList(t *testing.T) {
 		"shop.test":    {netip.MustParseAddr("127.0.0.2")},
 	}, pinned)
 	require.ElementsMatch(t, []string{"intranet.example", "meta.example", "nat64.example", "cgnat.example", "gone.example"}, failed)
+}
+
+type mapResolver struct{ m map[string]netip.Addr }
+
+func (r *mapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	a, ok := r.m[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return []netip.Addr{a}, nil
 }
