@@ -38,11 +38,11 @@ type server struct {
 	err   error
 	slots chan struct{} // the server's concurrency limit
 
-	container          string
-	net                *egressproxy.Network
-	conn               types.HijackedResponse
-	sess               *upstream.Session
-	ended              chan struct{} // closed when the container's output ends
+	container string
+	net       *egressproxy.Network
+	conn      types.HijackedResponse
+	sess      *upstream.Session
+	ended     chan struct{} // closed when the container's output ends
 
 	mu       sync.Mutex
 	inFlight int
