@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -261,10 +262,11 @@ func (s *StdioSession) watch(ctx context.Context, raw json.RawMessage, ready cha
 			req.Worker = s.Worker()
 		}
 		_, err := s.plane.Call(ctx, req, func(p plane.Progress) {
+			worker, isReady := strings.CutPrefix(p.Message, watchReady+" ")
 			switch {
-			case first && len(p.Message) > len(watchReady) && p.Message[:len(watchReady)+1] == watchReady+" ":
+			case first && isReady && worker != "":
 				s.mu.Lock()
-				s.worker = p.Message[len(watchReady)+1:]
+				s.worker = worker
 				s.mu.Unlock()
 				first = false
 				ready <- nil
