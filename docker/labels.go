@@ -1,6 +1,7 @@
-// Package docker is what Visor's two kinds of container share on the Docker
-// Engine: script sandbox runs (docker/sandbox) and computer-use browser
-// sessions (docker/browser). It owns the one label scheme every container
+// Package docker is what Visor's kinds of container share on the Docker
+// Engine: script sandbox runs (docker/sandbox), computer-use browser
+// sessions (docker/browser), workspaces (docker/workspace) and stdio MCP
+// servers (docker/mcpstdio). It owns the one label scheme every container
 // and network Visor creates carries, the one sweep that removes a kind's
 // leftovers by those labels, and the one janitor that runs a kind's
 // housekeeping on the shared lifecycle. Nothing here knows a domain rule;
@@ -20,6 +21,8 @@ const (
 	Browser Kind = "computer" // a computer-use browser session and its network
 	// Workspace is an employee's workspace container and its network.
 	Workspace Kind = "workspace"
+	// MCPStdio is a tenant's stdio MCP server's container and its network.
+	MCPStdio Kind = "mcpstdio"
 )
 
 // The labels on every container and network Visor creates. A sweep finds

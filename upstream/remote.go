@@ -1,8 +1,8 @@
 // Package upstream speaks MCP to tenants' upstream servers for
 // services/upstreams: Remote reaches them over Streamable HTTP or the
 // older HTTP+SSE with the official Go SDK's client, every connection
-// through the outbound guard (egress). Stdio servers run in containers
-// (docker/mcpstdio).
+// through the outbound guard (egress); Stdio reaches stdio servers over the
+// worker plane, on workers that run them in containers (docker/mcpstdio).
 package upstream
 
 import (

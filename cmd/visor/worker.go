@@ -33,7 +33,10 @@ With VISOR_COMPUTER_WORKER=true it also holds computer-use browser
 sessions (containers of VISOR_COMPUTER_IMAGE driven over Chrome DevTools):
 serve sends each session's start to any such worker and every later call
 to the one holding it; it stops idle sessions, and removes the sessions of
-a computer worker that stopped answering, reporting them lost.`,
+a computer worker that stopped answering, reporting them lost.
+With VISOR_MCP_STDIO_WORKER=true it also runs tenants' stdio MCP servers
+in locked-down containers of the images VISOR_MCP_STDIO_IMAGES allows,
+kept warm between serve's calls and removed when idle.`,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := parse(fs, args); err != nil {
 				return err
@@ -115,6 +118,9 @@ func (a *app) startRunner(ctx context.Context, metrics prometheus.Registerer) er
 		return err
 	}
 	if err := a.startWorkspaceWorker(ctx); err != nil {
+		return err
+	}
+	if err := a.startStdioWorker(ctx); err != nil {
 		return err
 	}
 	return a.startDispatcher(ctx)
