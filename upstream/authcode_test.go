@@ -32,7 +32,8 @@ import (
 type codeUpstream struct {
 	*httptest.Server
 	dcr, cimd bool
-	ttl       int // expires_in of access tokens
+	ttl       int      // expires_in of access tokens
+	methods   []string // code_challenge_methods_supported
 
 	mu         sync.Mutex
 	registered []string          // client ids registered dynamically
@@ -48,7 +49,7 @@ type codeUpstream struct {
 type grant struct{ challenge, client, redirect, user string }
 
 func newCodeUpstream(t *testing.T, f *fixture, dcr, cimd bool) *codeUpstream {
-	u := &codeUpstream{dcr: dcr, cimd: cimd, ttl: 3600, codes: map[string]grant{}, live: map[string]string{}, refresh: map[string]string{}}
+	u := &codeUpstream{dcr: dcr, cimd: cimd, ttl: 3600, methods: []string{"S256"}, codes: map[string]grant{}, live: map[string]string{}, refresh: map[string]string{}}
 	mcp := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.srv }, nil)
 	js := func(w http.ResponseWriter, status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -61,7 +62,7 @@ func newCodeUpstream(t *testing.T, f *fixture, dcr, cimd bool) *codeUpstream {
 	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
 		m := map[string]any{"issuer": u.URL, "authorization_endpoint": u.URL + "/authorize", "token_endpoint": u.URL + "/token",
-			"revocation_endpoint": u.URL + "/revoke", "code_challenge_methods_supported": []string{"S256"},
+			"revocation_endpoint": u.URL + "/revoke", "code_challenge_methods_supported": u.methods,
 			"client_id_metadata_document_supported": u.cimd}
 		if u.dcr {
 			m["registration_endpoint"] = u.URL + "/register"
@@ -243,12 +244,12 @@ func TestAuthorizationCode(t *testing.T) {
 
 	admin := member(h.a, identity.RoleAdmin)
 	auth, err := h.svc.BeginConnect(ctx, upstreams.ConnectRequest{TenantID: h.a.ID, Server: "coded", Principal: admin,
-		Session: admin.CredentialID, RedirectURI: redirectURI})
+		Session: admin.CredentialID, RedirectURI: redirectURI, MetadataURL: "https://visor.example/t/acme/upstream-oauth/client"})
 	require.NoError(t, err)
 	q := mustQuery(t, auth)
 	require.Equal(t, "S256", q.Get("code_challenge_method"))
 	require.Equal(t, up.URL+"/mcp", q.Get("resource"))
-	require.Equal(t, "dcr-1", q.Get("client_id"), "registered dynamically: Visor's base URL here is not https")
+	require.Equal(t, "dcr-1", q.Get("client_id"), "registered dynamically: this authorization server takes no metadata documents")
 	require.Equal(t, redirectURI, q.Get("redirect_uri"))
 	cb := consent(t, auth, "alice")
 
@@ -315,6 +316,26 @@ func TestAuthorizationCodeMetadataDocument(t *testing.T) {
 	defer up.mu.Unlock()
 	require.Empty(t, up.registered, "no dynamic registration when a metadata document will do")
 	require.Equal(t, doc, up.authorized[0].Get("client_id"))
+}
+
+// TestAuthorizationCodeNeedsS256: an authorization server that does not
+// offer PKCE with S256 is refused before anything is registered.
+func TestAuthorizationCodeNeedsS256(t *testing.T) {
+	t.Parallel()
+	f, h := newFixture(t), newHarness(t)
+	up := newCodeUpstream(t, f, true, false)
+	up.methods = []string{"plain"}
+	ctx := context.Background()
+	_, err := h.svc.Create(ctx, h.a.ID, oauthInput(up.URL+"/mcp", false), "test")
+	require.NoError(t, err)
+	p := member(h.a, identity.RoleOwner)
+	_, err = h.svc.BeginConnect(ctx, upstreams.ConnectRequest{TenantID: h.a.ID, Server: "coded", Principal: p, Session: p.CredentialID,
+		RedirectURI: redirectURI})
+	require.True(t, fault.Is(err, fault.Unavailable), "%v", err)
+	require.Contains(t, fault.Message(err), "S256")
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	require.Empty(t, up.registered)
 }
 
 // TestAuthorizationCodeNoRegistration: without a metadata document nor

@@ -282,10 +282,14 @@ func (d *Dashboard) upstreamClientDocument(c echo.Context) error {
 	t, _ := auth.TenantFrom(c.Request().Context())
 	id := d.f.origin + "/t/" + t.Slug + "/" + upstreamClientPath
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
-	return c.JSON(http.StatusOK, map[string]any{
-		"client_id": id, "client_name": "Visor (" + t.Name + ")", "client_uri": d.f.origin + "/",
+	doc := map[string]any{
+		"client_id": id, "client_name": "Visor (" + t.Name + ")",
 		"redirect_uris": []string{d.f.origin + "/t/" + t.Slug + "/dashboard/mcp-servers/callback"},
 		"grant_types":   []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
 		"token_endpoint_auth_method": "none",
-	})
+	}
+	if d.f.secure {
+		doc["client_uri"] = d.f.origin + "/"
+	}
+	return c.JSON(http.StatusOK, doc)
 }

@@ -98,6 +98,17 @@ func TestUpstreamConnectInABrowser(t *testing.T) {
 	checkAccessible(t, tab, "mcp-servers, connected (en)")
 	shoot(t, tab, "mcp-servers.en")
 
+	// The callback cannot be replayed: its state was taken. The refusal is
+	// shown and audited.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/mcp-servers/callback?state=replayed&code=stolen")))
+	waitFor(t, tab, `!!document.querySelector("p.error")`, "the refused callback")
+	require.Contains(t, textOf(t, tab, "p.error"), "click Connect again")
+	var refusedRows int
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'connectMCPServer' AND outcome <> 'ok'`,
+		w.acme.ID).Scan(&refusedRows))
+	require.Equal(t, 1, refusedRows, "the refused callback is audited")
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(dash+"/mcp-servers"), chromedp.WaitVisible(chromedp.CSS(`#mcp-globex`))))
+
 	// The token is sealed at rest, for the tenant.
 	var n int
 	var sealed string
