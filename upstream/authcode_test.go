@@ -431,29 +431,3 @@ func TestAuthorizationCodeRefresh(t *testing.T) {
 	require.True(t, firstLive)
 	require.NotContains(t, up.refresh, "rt-1-alice", "the first refresh token was used")
 }
-
-// TestConnectStates: states are bound to their tenant in storage, and an
-// expired one is not taken.
-func TestConnectStates(t *testing.T) {
-	t.Parallel()
-	f, h := newFixture(t), newHarness(t)
-	up := newCodeUpstream(t, f, true, false)
-	ctx := context.Background()
-	srv, err := h.svc.Create(ctx, h.a.ID, oauthInput(up.URL+"/mcp", false), "test")
-	require.NoError(t, err)
-	m := uuid.New()
-	st := upstreams.State{TenantID: h.a.ID, StateHash: "h1", ServerID: srv.ID, MemberID: m, SessionHash: "s", SealedVerifier: "v",
-		RedirectURI: redirectURI, ExpiresAt: srv.CreatedAt.Add(-1)}
-	require.NoError(t, h.store.SaveState(ctx, st))
-	_, err = h.store.TakeState(ctx, h.a.ID, "h1", m, "s")
-	require.True(t, fault.Is(err, fault.NotFound), "expired")
-	st.StateHash, st.ExpiresAt = "h2", srv.CreatedAt.Add(1<<40)
-	require.NoError(t, h.store.SaveState(ctx, st))
-	_, err = h.store.TakeState(ctx, h.b.ID, "h2", m, "s")
-	require.True(t, fault.Is(err, fault.NotFound), "another tenant's state")
-	st.TenantID = h.b.ID
-	require.Error(t, h.store.SaveState(ctx, st), "no state for another tenant's server")
-	got, err := h.store.TakeState(ctx, h.a.ID, "h2", m, "s")
-	require.NoError(t, err)
-	require.Equal(t, srv.ID, got.ServerID)
-}

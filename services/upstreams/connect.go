@@ -169,6 +169,9 @@ func (s *Service) BeginConnect(ctx context.Context, r ConnectRequest) (string, e
 // registered with r's redirect URI, registers it.
 func (s *Service) register(ctx context.Context, srv Server, a Auth, r ConnectRequest) (Server, Auth, error) {
 	var secret string
+	if a.Registration != "" && srv.Auth.Issuer != "" && a.Issuer != srv.Auth.Issuer {
+		a.ClientID = "" // registered with another authorization server
+	}
 	switch {
 	case a.ClientID != "" && (a.Registration == "" || a.RedirectURI == r.RedirectURI):
 		// Given by the operator, or registered with this redirect URI.
