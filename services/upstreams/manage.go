@@ -108,7 +108,7 @@ func (s *Service) Update(ctx context.Context, tenantID uuid.UUID, ref string, in
 		if err := s.apply(srv, in); err != nil {
 			return err
 		}
-		if in.Auth.Kind == auth.Kind && in.Auth.ClientID == "" {
+		if in.Auth.Kind == auth.Kind && (in.Auth.ClientID == "" || in.Auth.ClientID == auth.ClientID) {
 			// Keep what was registered and discovered.
 			srv.Auth.ClientID, srv.Auth.Issuer, srv.Auth.AuthorizationEndpoint = auth.ClientID, auth.Issuer, auth.AuthorizationEndpoint
 			srv.Auth.TokenEndpoint, srv.Auth.RevocationEndpoint = auth.TokenEndpoint, auth.RevocationEndpoint

@@ -161,6 +161,10 @@ func TestUpstreamConnectInABrowser(t *testing.T) {
 	waitFor(t, tab, `location.search.includes("done=mcp_disconnected")`, "the disconnect's notice")
 	require.Contains(t, textOf(t, tab, "#mcp-globex"), "未接続")
 	require.Contains(t, upstreamRefusal(t, r, w.adaKey), "Connect it in the dashboard")
+	var refusedCalls int
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND tool = 'mcp_tool_call'
+		AND outcome <> 'ok' AND message LIKE '%Connect it in the dashboard%'`, w.acme.ID).Scan(&refusedCalls))
+	require.Equal(t, 1, refusedCalls, "the refused call is audited")
 	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM mcp_server_tokens WHERE tenant_id = $1`, w.acme.ID).Scan(&n))
 	require.Zero(t, n)
 
