@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -313,25 +314,31 @@ func (s *Service) Disconnect(ctx context.Context, tenantID uuid.UUID, ref string
 }
 
 // memberToken returns the token held for member (uuid.Nil: the tenant's),
-// refreshing it with its refresh token when it is about to expire. A
-// token that cannot be refreshed is deleted: the member must Connect
-// again.
+// refreshing it with its refresh token when it is about to expire. One
+// refresh runs at a time per server and member on a replica; a refresh
+// refused because another (on another replica) rotated the token first
+// uses the token it saved. A token that cannot be refreshed is deleted:
+// the member must Connect again.
 func (s *Service) memberToken(ctx context.Context, srv Server, member uuid.UUID) (string, error) {
-	tok, err := s.cfg.Store.Token(ctx, srv.TenantID, srv.ID, member)
-	if fault.Is(err, fault.NotFound) {
-		return "", notConnected(srv, member)
+	tok, ok, err := s.liveToken(ctx, srv, member)
+	if ok || err != nil {
+		return tok, err
 	}
+	mu, _ := s.tokenLocks.LoadOrStore(poolKey{srv.ID, member}, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	if tok, ok, err := s.liveToken(ctx, srv, member); ok || err != nil {
+		return tok, err // refreshed while this call waited
+	}
+	held, err := s.cfg.Store.Token(ctx, srv.TenantID, srv.ID, member)
 	if err != nil {
 		return "", err
 	}
-	if tok.ExpiresAt == nil || time.Until(*tok.ExpiresAt) > tokenSkew {
-		return s.open(srv, tok.SealedAccess, "access_token")
-	}
-	if tok.SealedRefresh == "" {
+	if held.SealedRefresh == "" {
 		_ = s.cfg.Store.DeleteToken(ctx, srv.TenantID, srv.ID, member)
 		return "", notConnected(srv, member)
 	}
-	refresh, err := s.open(srv, tok.SealedRefresh, "refresh_token")
+	refresh, err := s.open(srv, held.SealedRefresh, "refresh_token")
 	if err != nil {
 		return "", err
 	}
@@ -343,11 +350,14 @@ func (s *Service) memberToken(ctx context.Context, srv Server, member uuid.UUID)
 	if err != nil {
 		// A refused refresh token will not work again; a server that is
 		// down may answer the next time.
-		if strings.Contains(fault.Message(err), "invalid_grant") {
-			_ = s.cfg.Store.DeleteToken(ctx, srv.TenantID, srv.ID, member)
-			return "", notConnected(srv, member)
+		if !strings.Contains(fault.Message(err), "invalid_grant") {
+			return "", fault.Newf(fault.Unavailable, err, "upstream server %s: refreshing the token failed: %s", srv.Name, fault.Message(asUnavailable(err)))
 		}
-		return "", fault.Newf(fault.Unavailable, err, "upstream server %s: refreshing the token failed: %s", srv.Name, fault.Message(asUnavailable(err)))
+		if now, nerr := s.cfg.Store.Token(ctx, srv.TenantID, srv.ID, member); nerr == nil && now.SealedRefresh != held.SealedRefresh {
+			return s.open(srv, now.SealedAccess, "access_token") // another replica refreshed first
+		}
+		_ = s.cfg.Store.DeleteToken(ctx, srv.TenantID, srv.ID, member)
+		return "", notConnected(srv, member)
 	}
 	if set.RefreshToken == "" {
 		set.RefreshToken = refresh // the server keeps the old one valid
@@ -356,6 +366,23 @@ func (s *Service) memberToken(ctx context.Context, srv Server, member uuid.UUID)
 		return "", err
 	}
 	return set.AccessToken, nil
+}
+
+// liveToken returns the held token when it is not about to expire (ok).
+// Errors: the notConnected refusal when there is none.
+func (s *Service) liveToken(ctx context.Context, srv Server, member uuid.UUID) (string, bool, error) {
+	tok, err := s.cfg.Store.Token(ctx, srv.TenantID, srv.ID, member)
+	if fault.Is(err, fault.NotFound) {
+		return "", false, notConnected(srv, member)
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if tok.ExpiresAt != nil && time.Until(*tok.ExpiresAt) <= tokenSkew {
+		return "", false, nil
+	}
+	v, err := s.open(srv, tok.SealedAccess, "access_token")
+	return v, err == nil, err
 }
 
 // random returns 32 random bytes, base64url: a state or a PKCE verifier.

@@ -134,6 +134,9 @@ type Service struct {
 	oauth OAuthClient // nil: servers that need OAuth are unreachable
 	// refreshing holds the ids of servers whose list_changed refresh runs.
 	refreshing sync.Map
+	// tokenLocks holds a mutex per server and member (poolKey): one token
+	// refresh at a time.
+	tokenLocks sync.Map
 }
 
 // NewService returns a Service; Start it to reap idle sessions and run
