@@ -61,10 +61,13 @@ func (o *OAuth) Discover(ctx context.Context, serverURL string, a upstreams.Auth
 		return a, fault.Newf(fault.Unavailable, err, "the authorization server %s: %s", prm.AuthorizationServers[0], fault.Message(err))
 	}
 	var meta struct {
-		Issuer                string `json:"issuer"`
-		AuthorizationEndpoint string `json:"authorization_endpoint"`
-		TokenEndpoint         string `json:"token_endpoint"`
-		RevocationEndpoint    string `json:"revocation_endpoint"`
+		Issuer                string   `json:"issuer"`
+		AuthorizationEndpoint string   `json:"authorization_endpoint"`
+		TokenEndpoint         string   `json:"token_endpoint"`
+		RevocationEndpoint    string   `json:"revocation_endpoint"`
+		RegistrationEndpoint  string   `json:"registration_endpoint"`
+		MetadataDocuments     bool     `json:"client_id_metadata_document_supported"`
+		CodeChallengeMethods  []string `json:"code_challenge_methods_supported"`
 	}
 	if err := o.getFirst(ctx, &meta, issuer, "oauth-authorization-server", "openid-configuration"); err != nil {
 		return a, err
@@ -72,7 +75,7 @@ func (o *OAuth) Discover(ctx context.Context, serverURL string, a upstreams.Auth
 	if strings.TrimSuffix(meta.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
 		return a, fault.New(fault.Unavailable, "the authorization server's metadata names issuer %q, not %q", meta.Issuer, issuer)
 	}
-	for _, e := range []*string{&meta.AuthorizationEndpoint, &meta.TokenEndpoint, &meta.RevocationEndpoint} {
+	for _, e := range []*string{&meta.AuthorizationEndpoint, &meta.TokenEndpoint, &meta.RevocationEndpoint, &meta.RegistrationEndpoint} {
 		if *e == "" {
 			continue
 		}
@@ -84,6 +87,7 @@ func (o *OAuth) Discover(ctx context.Context, serverURL string, a upstreams.Auth
 		return a, fault.New(fault.Unavailable, "the authorization server's metadata has no token_endpoint")
 	}
 	a.Issuer, a.AuthorizationEndpoint, a.TokenEndpoint, a.RevocationEndpoint = meta.Issuer, meta.AuthorizationEndpoint, meta.TokenEndpoint, meta.RevocationEndpoint
+	a.RegistrationEndpoint, a.MetadataDocuments, a.CodeChallengeMethods = meta.RegistrationEndpoint, meta.MetadataDocuments, meta.CodeChallengeMethods
 	if a.Resource == "" {
 		a.Resource = serverURL
 	}
@@ -140,11 +144,74 @@ func candidates(base, name string) []string {
 // ClientCredentials asks for a token with the client credentials grant.
 func (o *OAuth) ClientCredentials(ctx context.Context, a upstreams.Auth, secret string) (upstreams.TokenSet, error) {
 	form := url.Values{"grant_type": {"client_credentials"}}
-	if a.Resource != "" {
-		form.Set("resource", a.Resource)
-	}
 	if len(a.Scopes) > 0 {
 		form.Set("scope", strings.Join(a.Scopes, " "))
+	}
+	return o.token(ctx, a, secret, form)
+}
+
+// Exchange trades an authorization code for tokens (RFC 6749 §4.1.3) with
+// the PKCE verifier (RFC 7636) and the resource indicator (RFC 8707).
+func (o *OAuth) Exchange(ctx context.Context, a upstreams.Auth, secret, code, verifier, redirectURI string) (upstreams.TokenSet, error) {
+	return o.token(ctx, a, secret, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+		"code_verifier": {verifier}, "redirect_uri": {redirectURI}})
+}
+
+// Refresh asks for new tokens with a refresh token (RFC 6749 §6).
+func (o *OAuth) Refresh(ctx context.Context, a upstreams.Auth, secret, refreshToken string) (upstreams.TokenSet, error) {
+	return o.token(ctx, a, secret, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}})
+}
+
+// Register registers Visor by dynamic client registration (RFC 7591): a
+// public client (no secret) with one redirect URI, for the authorization
+// code and refresh token grants.
+func (o *OAuth) Register(ctx context.Context, a upstreams.Auth, redirectURI string) (string, string, error) {
+	body := map[string]any{"client_name": "Visor", "redirect_uris": []string{redirectURI},
+		"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
+		"token_endpoint_auth_method": "none"}
+	if len(a.Scopes) > 0 {
+		body["scope"] = strings.Join(a.Scopes, " ")
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return "", "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.RegistrationEndpoint, strings.NewReader(string(raw)))
+	if err != nil {
+		return "", "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	res, err := o.http.Do(req)
+	if err != nil {
+		return "", "", fault.Newf(fault.Unavailable, err, "%s: %v", a.RegistrationEndpoint, err)
+	}
+	defer res.Body.Close()
+	out, err := o.http.ReadBody(res)
+	if err != nil {
+		return "", "", err
+	}
+	if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(out, &e)
+		return "", "", fault.New(fault.Unavailable, "%s answered %d %s", a.RegistrationEndpoint, res.StatusCode, e.Error)
+	}
+	var answer struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if err := json.Unmarshal(out, &answer); err != nil || answer.ClientID == "" {
+		return "", "", fault.New(fault.Unavailable, "%s answered no client_id", a.RegistrationEndpoint)
+	}
+	return answer.ClientID, answer.ClientSecret, nil
+}
+
+// token posts a grant to the token endpoint, with a's resource indicator.
+func (o *OAuth) token(ctx context.Context, a upstreams.Auth, secret string, form url.Values) (upstreams.TokenSet, error) {
+	if a.Resource != "" {
+		form.Set("resource", a.Resource)
 	}
 	var answer struct {
 		AccessToken  string `json:"access_token"`

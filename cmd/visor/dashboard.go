@@ -38,7 +38,7 @@ func (a *app) mountDashboard(e *echo.Echo, resolver *auth.Resolver, frame *ui.Fr
 		AuditLog: a.stores.audit, Tail: audit.Tail{Store: a.stores.audit}, Grants: a.grants, Streams: a.streams,
 		Clients: a.stores.credentials, OAuth: a.oauth, Responsibilities: a.responsibilities, Board: a.board,
 		SandboxRuns: a.stores.sandboxRuns, Computer: a.computer, ComputerSessions: a.stores.computer, DBSources: a.dbSources,
-		Knowledge: a.knowledge, Workspaces: a.workspace}
+		Knowledge: a.knowledge, Workspaces: a.workspace, Upstreams: a.upstreams}
 	if a.rdb != nil {
 		deps.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
 	}

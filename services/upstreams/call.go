@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/tools"
 )
@@ -93,7 +95,7 @@ func (s *Service) Call(ctx context.Context, sub *tools.Subject, ref string, args
 		return out, err
 	}
 	start := time.Now()
-	res, failed, err := s.run(ctx, srv, t.Name, raw)
+	res, failed, err := s.run(ctx, srv, tokenMember(srv, sub.Principal), t.Name, raw)
 	out.Elapsed = time.Since(start)
 	done(failed)
 	if err != nil {
@@ -108,10 +110,13 @@ func (s *Service) Call(ctx context.Context, sub *tools.Subject, ref string, args
 
 // run calls the tool on srv's kept session. failed reports a failure at
 // the transport (it counts towards the breaker and drops the session).
-func (s *Service) run(ctx context.Context, srv Server, tool string, args json.RawMessage) (Result, bool, error) {
+func (s *Service) run(ctx context.Context, srv Server, member uuid.UUID, tool string, args json.RawMessage) (Result, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, srv.Limits.Timeout)
 	defer cancel()
-	sess, err := s.session(ctx, srv)
+	sess, err := s.session(ctx, srv, member)
+	if fault.Is(err, fault.Forbidden) && errors.Is(err, errNotConnected) {
+		return Result{}, false, err // the caller's to fix, not the server's failure
+	}
 	if err != nil {
 		return Result{}, true, timedOut(ctx, srv, err)
 	}
@@ -122,7 +127,7 @@ func (s *Service) run(ctx context.Context, srv Server, tool string, args json.Ra
 	if fault.Is(err, fault.Invalid) {
 		return Result{}, false, err // the server's answer to bad arguments
 	}
-	s.pool.forget(srv.ID)
+	s.pool.forgetMember(srv.ID, member)
 	return Result{}, true, timedOut(ctx, srv, err)
 }
 

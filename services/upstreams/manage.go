@@ -34,7 +34,7 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input, by s
 		return Server{}, err
 	}
 	if srv.Enabled {
-		_ = s.refresh(ctx, srv) // its error is saved on the row
+		_ = s.refresh(ctx, srv, ctxMember(ctx, srv)) // its error is saved on the row
 	}
 	return s.cfg.Store.Server(ctx, tenantID, srv.ID)
 }
@@ -76,6 +76,9 @@ func (s *Service) apply(srv *Server, in Input) error {
 	if in.Auth.Kind != AuthNone {
 		srv.Auth.Resource = in.URL
 	}
+	// Only Visor registers itself: a client id given by the operator is
+	// used as given.
+	srv.Auth.Registration, srv.Auth.RedirectURI = "", ""
 	return nil
 }
 
@@ -105,10 +108,12 @@ func (s *Service) Update(ctx context.Context, tenantID uuid.UUID, ref string, in
 		if err := s.apply(srv, in); err != nil {
 			return err
 		}
-		if in.Auth.Kind == auth.Kind && in.Auth.ClientID == "" {
+		if in.Auth.Kind == auth.Kind && (in.Auth.ClientID == "" || in.Auth.ClientID == auth.ClientID) {
 			// Keep what was registered and discovered.
 			srv.Auth.ClientID, srv.Auth.Issuer, srv.Auth.AuthorizationEndpoint = auth.ClientID, auth.Issuer, auth.AuthorizationEndpoint
 			srv.Auth.TokenEndpoint, srv.Auth.RevocationEndpoint = auth.TokenEndpoint, auth.RevocationEndpoint
+			srv.Auth.RegistrationEndpoint, srv.Auth.MetadataDocuments = auth.RegistrationEndpoint, auth.MetadataDocuments
+			srv.Auth.CodeChallengeMethods, srv.Auth.Registration, srv.Auth.RedirectURI = auth.CodeChallengeMethods, auth.Registration, auth.RedirectURI
 		}
 		return nil
 	})
@@ -117,7 +122,7 @@ func (s *Service) Update(ctx context.Context, tenantID uuid.UUID, ref string, in
 	}
 	s.changed(srv)
 	if srv.Enabled {
-		_ = s.refresh(ctx, srv)
+		_ = s.refresh(ctx, srv, ctxMember(ctx, srv))
 	}
 	return s.cfg.Store.Server(ctx, tenantID, srv.ID)
 }
@@ -135,7 +140,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenantID uuid.UUID, ref string
 	}
 	s.changed(srv)
 	if on {
-		_ = s.refresh(ctx, srv)
+		_ = s.refresh(ctx, srv, ctxMember(ctx, srv))
 		return s.cfg.Store.Server(ctx, tenantID, srv.ID)
 	}
 	return srv, nil
@@ -180,18 +185,19 @@ func (s *Service) Refresh(ctx context.Context, tenantID uuid.UUID, ref string) (
 	if !srv.Enabled {
 		return Server{}, fault.New(fault.Conflict, "server %s is disabled; enable it first", srv.Name)
 	}
-	if err := s.refresh(ctx, srv); err != nil {
+	if err := s.refresh(ctx, srv, ctxMember(ctx, srv)); err != nil {
 		return Server{}, err
 	}
 	return s.cfg.Store.Server(ctx, tenantID, srv.ID)
 }
 
-// refresh lists srv's tools through its kept session and saves them; a
-// failure is saved as the server's last error and returned.
-func (s *Service) refresh(ctx context.Context, srv Server) error {
+// refresh lists srv's tools through its kept session (carrying member's
+// token, for a server with one per member) and saves them; a failure is
+// saved as the server's last error and returned.
+func (s *Service) refresh(ctx context.Context, srv Server, member uuid.UUID) error {
 	ctx, cancel := context.WithTimeout(ctx, srv.Limits.Timeout+connectTimeout)
 	defer cancel()
-	list, err := s.listTools(ctx, srv)
+	list, err := s.listTools(ctx, srv, member)
 	msg := ""
 	if err != nil {
 		msg = fault.Message(err)
@@ -209,14 +215,14 @@ func (s *Service) refresh(ctx context.Context, srv Server) error {
 	return nil
 }
 
-func (s *Service) listTools(ctx context.Context, srv Server) ([]Tool, error) {
-	sess, err := s.session(ctx, srv)
+func (s *Service) listTools(ctx context.Context, srv Server, member uuid.UUID) ([]Tool, error) {
+	sess, err := s.session(ctx, srv, member)
 	if err != nil {
 		return nil, err
 	}
 	list, err := sess.Tools(ctx, MaxTools)
 	if err != nil {
-		s.pool.forget(srv.ID)
+		s.pool.forgetMember(srv.ID, member)
 		return nil, err
 	}
 	return cleanTools(srv.Name, list)

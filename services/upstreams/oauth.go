@@ -23,6 +23,15 @@ type OAuthClient interface {
 	// Revoke revokes a token (RFC 7009); a server without a revocation
 	// endpoint makes it a no-op.
 	Revoke(ctx context.Context, a Auth, clientSecret, token string) error
+	// Register registers Visor as a client by dynamic client registration
+	// (RFC 7591) with one redirect URI, returning the client id and the
+	// client secret (none for a public client).
+	Register(ctx context.Context, a Auth, redirectURI string) (clientID, clientSecret string, err error)
+	// Exchange trades an authorization code for tokens, with the PKCE
+	// verifier and a's resource indicator.
+	Exchange(ctx context.Context, a Auth, clientSecret, code, verifier, redirectURI string) (TokenSet, error)
+	// Refresh asks for new tokens with a refresh token.
+	Refresh(ctx context.Context, a Auth, clientSecret, refreshToken string) (TokenSet, error)
 }
 
 // TokenSet is a token endpoint's answer.
@@ -53,8 +62,24 @@ func (s *Service) authorize(ctx context.Context, srv Server, t *Target) error {
 		}
 		t.Token = func(ctx context.Context) (string, error) { return s.clientToken(ctx, srv) }
 		return nil
+	case AuthOAuth:
+		if s.oauth == nil {
+			return fault.New(fault.Unavailable, "upstream server %s needs OAuth, which this deployment is not configured for", srv.Name)
+		}
+		if srv.Auth.PerMember && t.Member == uuid.Nil {
+			return notConnected(srv, t.Member)
+		}
+		if _, err := s.cfg.Store.Token(ctx, srv.TenantID, srv.ID, t.Member); err != nil {
+			if fault.Is(err, fault.NotFound) {
+				return notConnected(srv, t.Member)
+			}
+			return err
+		}
+		member := t.Member
+		t.Token = func(ctx context.Context) (string, error) { return s.memberToken(ctx, srv, member) }
+		return nil
 	}
-	return fault.New(fault.Unavailable, "upstream server %s needs the OAuth authorization code flow, which is not available yet; use client_credentials or a static Authorization header", srv.Name)
+	return fault.New(fault.Invalid, "upstream server %s has an unknown auth kind %q", srv.Name, srv.Auth.Kind)
 }
 
 // clientToken returns the tenant's token for srv, asking for a new one

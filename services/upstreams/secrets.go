@@ -60,10 +60,11 @@ func secretContext(srv Server, kind SecretKind, name string) string {
 	return sealContext(srv.TenantID, srv.ID, string(kind)+":"+name)
 }
 
-// target builds srv's Target, opening its secrets.
-func (s *Service) target(ctx context.Context, srv Server) (Target, error) {
+// target builds srv's Target for member's token (uuid.Nil: the
+// tenant's, or none), opening its secrets.
+func (s *Service) target(ctx context.Context, srv Server, member uuid.UUID) (Target, error) {
 	t := Target{Key: srv.TenantID.String() + "/" + srv.ID.String() + "/" + strconv.FormatInt(srv.Version, 10), Server: srv,
-		Headers: map[string]string{}, Env: map[string]string{}}
+		Member: member, Headers: map[string]string{}, Env: map[string]string{}}
 	secs, err := s.cfg.Store.Secrets(ctx, srv.TenantID, srv.ID)
 	if err != nil {
 		return t, err
@@ -86,18 +87,19 @@ func (s *Service) target(ctx context.Context, srv Server) (Target, error) {
 		}
 	}
 	tenantID, id := srv.TenantID, srv.ID
-	t.ToolsChanged = func() { s.refreshLater(tenantID, id) }
+	t.ToolsChanged = func() { s.refreshLater(tenantID, id, member) }
 	return t, nil
 }
 
-// session returns srv's kept session, connecting when there is none.
-func (s *Service) session(ctx context.Context, srv Server) (Session, error) {
+// session returns srv's kept session carrying member's token (uuid.Nil:
+// the tenant's, or none), connecting when there is none.
+func (s *Service) session(ctx context.Context, srv Server, member uuid.UUID) (Session, error) {
 	c, ok := s.cfg.Connectors[srv.Transport]
 	if !ok {
 		return nil, fault.New(fault.Unavailable, "the %s transport is not available in this deployment", srv.Transport)
 	}
-	return s.pool.get(ctx, srv, func(ctx context.Context) (Session, error) {
-		t, err := s.target(ctx, srv)
+	return s.pool.get(ctx, srv, member, func(ctx context.Context) (Session, error) {
+		t, err := s.target(ctx, srv, member)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +128,7 @@ func asUnavailable(err error) error {
 
 // refreshLater refreshes a server's tools in the background, when it said
 // they changed (notifications/tools/list_changed).
-func (s *Service) refreshLater(tenantID, id uuid.UUID) {
+func (s *Service) refreshLater(tenantID, id, member uuid.UUID) {
 	base := s.ctx.Load()
 	if base == nil {
 		return // not started: an operator's refresh picks the change up
@@ -140,23 +142,23 @@ func (s *Service) refreshLater(tenantID, id uuid.UUID) {
 	}
 	s.Go(func() {
 		for first := true; first || again.Swap(false); first = false {
-			s.refreshOnce(*base, tenantID, id)
+			s.refreshOnce(*base, tenantID, id, member)
 		}
 		s.refreshing.Delete(id)
 		if again.Load() { // a change came between the last check and the delete
-			s.refreshLater(tenantID, id)
+			s.refreshLater(tenantID, id, member)
 		}
 	})
 }
 
-func (s *Service) refreshOnce(base context.Context, tenantID, id uuid.UUID) {
+func (s *Service) refreshOnce(base context.Context, tenantID, id, member uuid.UUID) {
 	ctx, cancel := context.WithTimeout(base, maxLimits.Timeout)
 	defer cancel()
 	srv, err := s.cfg.Store.Server(ctx, tenantID, id)
 	if err != nil || !srv.Enabled {
 		return
 	}
-	if err := s.refresh(ctx, srv); err != nil {
+	if err := s.refresh(ctx, srv, member); err != nil {
 		s.cfg.Log.WarnContext(ctx, "refresh after tools/list_changed", "tenant", tenantID, "server", srv.Name, "err", err)
 	}
 }

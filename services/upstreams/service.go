@@ -54,6 +54,13 @@ type Store interface {
 	SaveToken(ctx context.Context, t Token) error
 	// DeleteToken removes a token; NotFound when there is none.
 	DeleteToken(ctx context.Context, tenantID, serverID, memberID uuid.UUID) error
+	// SaveState stores a pending Connect. Conflict when the member holds
+	// too many pending.
+	SaveState(ctx context.Context, s State) error
+	// TakeState removes and returns the pending Connect with stateHash
+	// begun by member in the session sessionHash, unexpired; NotFound
+	// otherwise (a state is taken once).
+	TakeState(ctx context.Context, tenantID uuid.UUID, stateHash string, memberID uuid.UUID, sessionHash string) (State, error)
 	secrets.Holder
 }
 
@@ -81,6 +88,9 @@ type Target struct {
 	// Key identifies the server's tenant, id and version.
 	Key    string
 	Server Server
+	// Member is whose OAuth token the session carries: uuid.Nil for the
+	// tenant's (or none), a member's for a server with a token per member.
+	Member uuid.UUID
 	// Headers go with every HTTP request to a remote server; Env is a
 	// stdio server's environment.
 	Headers map[string]string
@@ -124,6 +134,9 @@ type Service struct {
 	oauth OAuthClient // nil: servers that need OAuth are unreachable
 	// refreshing holds the ids of servers whose list_changed refresh runs.
 	refreshing sync.Map
+	// tokenLocks holds a mutex per server and member (poolKey): one token
+	// refresh at a time.
+	tokenLocks sync.Map
 }
 
 // NewService returns a Service; Start it to reap idle sessions and run

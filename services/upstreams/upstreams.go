@@ -46,6 +46,12 @@ const (
 	AuthClientCredentials AuthKind = "client_credentials" // machine to machine
 )
 
+// How Visor registered as a client of an authorization server.
+const (
+	RegisteredByDocument  = "metadata_document" // its Client ID Metadata Document's URL is the client id
+	RegisteredDynamically = "dynamic"           // RFC 7591 dynamic client registration
+)
+
 // Auth is a server's OAuth client settings.
 type Auth struct {
 	Kind AuthKind `json:"kind"`
@@ -63,6 +69,18 @@ type Auth struct {
 	AuthorizationEndpoint string `json:"authorization_endpoint,omitempty"`
 	TokenEndpoint         string `json:"token_endpoint,omitempty"`
 	RevocationEndpoint    string `json:"revocation_endpoint,omitempty"`
+	// RegistrationEndpoint (RFC 7591), MetadataDocuments (the server takes
+	// a Client ID Metadata Document's URL as a client id) and
+	// CodeChallengeMethods are discovered too, for the authorization code
+	// flow.
+	RegistrationEndpoint string   `json:"registration_endpoint,omitempty"`
+	MetadataDocuments    bool     `json:"client_id_metadata_document_supported,omitempty"`
+	CodeChallengeMethods []string `json:"code_challenge_methods_supported,omitempty"`
+	// Registration is how ClientID came to be: RegisteredByDocument,
+	// RegisteredDynamically, or "" when the operator gave it. RedirectURI
+	// is the redirect URI it was registered with.
+	Registration string `json:"registration,omitempty"`
+	RedirectURI  string `json:"redirect_uri,omitempty"`
 	// Resource is the RFC 8707 resource indicator sent with every request
 	// for a token: the server's canonical URL.
 	Resource string `json:"resource,omitempty"`
@@ -188,4 +206,23 @@ type Token struct {
 	SealedRefresh string
 	ExpiresAt     *time.Time
 	Scope         string
+}
+
+// State is a member's pending Connect: the authorization code flow begun
+// in the dashboard, waiting for the authorization server to send the
+// member back.
+type State struct {
+	TenantID uuid.UUID
+	// StateHash is the SHA-256 (hex) of the state parameter sent.
+	StateHash string
+	ServerID  uuid.UUID
+	// MemberID began the flow; TokenMemberID is whose token it makes
+	// (uuid.Nil: the tenant's).
+	MemberID, TokenMemberID uuid.UUID
+	// SessionHash is the SHA-256 (hex) of the dashboard session's id: the
+	// callback must come back in the same session.
+	SessionHash    string
+	SealedVerifier string
+	RedirectURI    string
+	ExpiresAt      time.Time
 }

@@ -71,6 +71,7 @@ func (st *UpstreamStore) RewrapAll(ctx context.Context, rewrap func(string) (str
 			{`SELECT ctid::text, sealed_access FROM mcp_server_tokens FOR UPDATE`, `UPDATE mcp_server_tokens SET sealed_access = $2 WHERE ctid = $1::tid`},
 			{`SELECT ctid::text, sealed_refresh FROM mcp_server_tokens WHERE sealed_refresh <> '' FOR UPDATE`,
 				`UPDATE mcp_server_tokens SET sealed_refresh = $2 WHERE ctid = $1::tid`},
+			{`SELECT ctid::text, sealed_verifier FROM mcp_oauth_states FOR UPDATE`, `UPDATE mcp_oauth_states SET sealed_verifier = $2 WHERE ctid = $1::tid`},
 		} {
 			c, err := rewrapRows(ctx, tx, q.sel, q.upd, rewrap)
 			n += c

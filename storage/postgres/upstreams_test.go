@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -118,4 +120,47 @@ func TestUpstreamStaleRefresh(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, got.ToolCount)
 	require.Nil(t, got.RefreshedAt)
+}
+
+// TestUpstreamConnectStates: a pending Connect is taken once, only by its
+// tenant, member and session, only before it expires; another tenant can
+// neither take one nor save one for a server it does not own; a member's
+// pending Connects are bounded.
+func TestUpstreamConnectStates(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	st := postgres.NewUpstreamStore(s.db)
+	ctx := context.Background()
+	srv := newUpstream(s.a.ID, "github")
+	require.NoError(t, st.Create(ctx, srv, 10))
+	m := uuid.New()
+	state := func(hash string, expires time.Time) upstreams.State {
+		return upstreams.State{TenantID: s.a.ID, StateHash: hash, ServerID: srv.ID, MemberID: m, SessionHash: "session",
+			SealedVerifier: "v1.k.a.b", RedirectURI: "https://visor.example/t/a/dashboard/mcp-servers/callback", ExpiresAt: expires}
+	}
+	require.NoError(t, st.SaveState(ctx, state("expired", time.Now().Add(-time.Minute))))
+	_, err := st.TakeState(ctx, s.a.ID, "expired", m, "session")
+	require.True(t, fault.Is(err, fault.NotFound), "expired")
+
+	require.NoError(t, st.SaveState(ctx, state("live", time.Now().Add(time.Hour))))
+	_, err = st.TakeState(ctx, s.b.ID, "live", m, "session")
+	require.True(t, fault.Is(err, fault.NotFound), "another tenant")
+	_, err = st.TakeState(ctx, s.a.ID, "live", m, "another session")
+	require.True(t, fault.Is(err, fault.NotFound), "another session")
+	_, err = st.TakeState(ctx, s.a.ID, "live", uuid.New(), "session")
+	require.True(t, fault.Is(err, fault.NotFound), "another member")
+	got, err := st.TakeState(ctx, s.a.ID, "live", m, "session")
+	require.NoError(t, err)
+	require.Equal(t, srv.ID, got.ServerID)
+	_, err = st.TakeState(ctx, s.a.ID, "live", m, "session")
+	require.True(t, fault.Is(err, fault.NotFound), "taken once")
+
+	foreign := state("foreign", time.Now().Add(time.Hour))
+	foreign.TenantID = s.b.ID
+	require.Error(t, st.SaveState(ctx, foreign), "no state for another tenant's server")
+
+	for i := range 20 {
+		require.NoError(t, st.SaveState(ctx, state(fmt.Sprint("many-", i), time.Now().Add(time.Hour))))
+	}
+	require.True(t, fault.Is(st.SaveState(ctx, state("one-too-many", time.Now().Add(time.Hour))), fault.Conflict))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/services/sandbox"
 	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/services/upstreams"
 	"github.com/visorhq/visor/services/workspace"
 	"github.com/visorhq/visor/web/api"
 )
@@ -85,6 +86,9 @@ type Deps struct {
 	Knowledge *knowledge.Service
 	// Workspaces is the employees' workspaces; nil answers its pages 503.
 	Workspaces *workspace.Service
+	// Upstreams is the tenant's upstream MCP servers; nil answers its
+	// pages 503.
+	Upstreams *upstreams.Service
 }
 
 // Dashboard is the operator dashboard under /t/{tenant}/dashboard.
@@ -139,6 +143,7 @@ func (d *Dashboard) Register(e *echo.Echo, tenant echo.MiddlewareFunc) {
 	d.dbSourceRoutes(g)
 	d.knowledgeRoutes(g)
 	d.workspaceRoutes(g)
+	d.upstreamRoutes(e, g, tenant)
 }
 
 // signedIn resolves the member's session. Without one the browser is sent

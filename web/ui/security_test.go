@@ -36,6 +36,7 @@ func postRoutes(e *env, agentID string) []string {
 		p = strings.ReplaceAll(p, ":task", "00000000-0000-0000-0000-000000000000")
 		p = strings.ReplaceAll(p, ":session", "00000000-0000-0000-0000-000000000000")
 		p = strings.ReplaceAll(p, ":source", "00000000-0000-0000-0000-000000000000")
+		p = strings.ReplaceAll(p, ":server", "00000000-0000-0000-0000-000000000000")
 		require.NotContains(e.t, p, ":", "fill in the parameter of %s", r.Path)
 		out = append(out, p)
 	}

@@ -166,6 +166,7 @@ func menu() []MenuItem {
 		{"nav.sandbox", "sandbox", identity.ReadTenant, "nav.group.work"},
 		{"nav.computer", "computer", identity.ReadTenant, "nav.group.work"},
 		{"nav.dbsources", "dbsources", identity.ReadTenant, "nav.group.work"},
+		{"nav.mcpservers", "mcp-servers", identity.ReadTenant, "nav.group.work"},
 		{"nav.workspaces", "workspaces", identity.ReadTenant, "nav.group.work"},
 		{"nav.keys", "keys", identity.ReadTenant, "nav.group.access"},
 		{"nav.members", "members", identity.ReadTenant, "nav.group.access"},

@@ -90,8 +90,16 @@ func freePort(t testing.TB) int {
 // startReplica runs `visor serve` on dbURL and redisURL until the test ends.
 func startReplica(t testing.TB, name, dbURL, redisURL string, env ...string) *replica {
 	t.Helper()
+	return startReplicaAt(t, "127.0.0.1", name, dbURL, redisURL, env...)
+}
+
+// startReplicaAt is startReplica with the base URL naming host (which
+// must resolve to 127.0.0.1, where the replica listens): a browser keeps
+// one host's cookies apart from another's.
+func startReplicaAt(t testing.TB, host, name, dbURL, redisURL string, env ...string) *replica {
+	t.Helper()
 	port := freePort(t)
-	r := &replica{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", port), log: &syncBuffer{}}
+	r := &replica{name: name, base: fmt.Sprintf("http://%s:%d", host, port), log: &syncBuffer{}}
 	r.cmd = exec.Command(visorBin, "serve")
 	r.cmd.Env = append(os.Environ(),
 		"VISOR_DATABASE_URL="+dbURL, "VISOR_REDIS_URL="+redisURL,
