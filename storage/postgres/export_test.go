@@ -35,3 +35,6 @@ func (l *AuditLog) Waiting() int {
 	defer l.mu.Unlock()
 	return len(l.waiting)
 }
+
+// RecordOutcome is the statement Record runs for each outcome.
+const RecordOutcome = recordOutcome
