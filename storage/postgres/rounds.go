@@ -161,12 +161,13 @@ func (s *RoundsStore) Target(ctx context.Context, tenantID, id uuid.UUID) (round
 	return tg, nil
 }
 
-// Settle moves a queued wake-up to state.
+// Settle moves a queued wake-up to state. Its state test is written as
+// recordOutcome's is, so the row is found by its primary key.
 func (s *RoundsStore) Settle(ctx context.Context, tenantID, id uuid.UUID, state rounds.State) (bool, error) {
 	tag, err := s.db.Pool.Exec(ctx, `UPDATE wakeups SET state = $3, updated_at = now(),
 			delivered_at = CASE WHEN $3 = 'delivered' THEN now() END,
 			attempts = attempts + CASE WHEN $3 = 'delivered' THEN 1 ELSE 0 END
-		WHERE tenant_id = $1 AND id = $2 AND state = 'queued'`, tenantID, id, state)
+		WHERE tenant_id = $1 AND id = $2 AND (state = 'queued') IS TRUE`, tenantID, id, state)
 	return err == nil && tag.RowsAffected() == 1, err
 }
 
@@ -185,12 +186,13 @@ func deliveryError(msg string) string {
 	return msg
 }
 
-// Failed counts a failed attempt of a queued wake-up.
+// Failed counts a failed attempt of a queued wake-up (found by its
+// primary key, as in recordOutcome).
 func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error {
 	msg = deliveryError(msg)
 	_, err := s.db.Pool.Exec(ctx, `UPDATE wakeups SET attempts = attempts + 1, last_error = $3, updated_at = now(),
 			state = CASE WHEN $4 THEN 'dead' ELSE state END
-		WHERE tenant_id = $1 AND id = $2 AND state = 'queued'`, tenantID, id, msg, dead)
+		WHERE tenant_id = $1 AND id = $2 AND (state = 'queued') IS TRUE`, tenantID, id, msg, dead)
 	return err
 }
 
