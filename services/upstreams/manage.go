@@ -27,6 +27,9 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input, by s
 	if err := s.apply(&srv, in); err != nil {
 		return Server{}, err
 	}
+	if err := s.checkSaved(ctx, srv); err != nil {
+		return Server{}, err
+	}
 	if err := s.cfg.Store.Create(ctx, &srv, maxServers); err != nil {
 		if fault.Is(err, fault.Conflict) {
 			return Server{}, fault.Newf(fault.Conflict, err, "a server named %q already exists, or the tenant holds %d servers already", in.Name, maxServers)
@@ -37,6 +40,15 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input, by s
 		_ = s.refresh(ctx, srv, ctxMember(ctx, srv)) // its error is saved on the row
 	}
 	return s.cfg.Store.Server(ctx, tenantID, srv.ID)
+}
+
+// checkSaved refuses to save a stdio server whose image is off its
+// tenant's allow list.
+func (s *Service) checkSaved(ctx context.Context, srv Server) error {
+	if srv.Transport != Stdio {
+		return nil
+	}
+	return s.checkImage(ctx, srv.TenantID, srv.Image, fault.Invalid)
 }
 
 func (s *Service) checkName(ctx context.Context, tenantID uuid.UUID, name string) error {
@@ -106,6 +118,9 @@ func (s *Service) Update(ctx context.Context, tenantID uuid.UUID, ref string, in
 		}
 		auth := srv.Auth
 		if err := s.apply(srv, in); err != nil {
+			return err
+		}
+		if err := s.checkSaved(ctx, *srv); err != nil {
 			return err
 		}
 		if in.Auth.Kind == auth.Kind && (in.Auth.ClientID == "" || in.Auth.ClientID == auth.ClientID) {
