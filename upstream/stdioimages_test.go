@@ -58,7 +58,7 @@ func TestStdioImagesOfTheTenant(t *testing.T) {
 		t.Settings.MCPStdioImages = []string{"Not An Image"}
 		return nil
 	})
-	require.ErrorContains(t, err, "mcp_stdio_images[0]")
+	require.ErrorContains(t, err, `mcp_stdio_images holds "Not An Image"`)
 
 	other := in
 	other.Image = "acme/other:1"

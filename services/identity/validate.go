@@ -70,7 +70,7 @@ func ValidateTenantSettings(s TenantSettings) error {
 	}
 	for i, img := range s.MCPStdioImages {
 		if !stdioImageRE.MatchString(img) {
-			return fault.New(fault.Invalid, "%s", fmt.Sprintf("mcp_stdio_images[%d] %q must be an image reference (lower-case letters, digits and ._/:@-)", i, img))
+			return fault.New(fault.Invalid, "%s", fmt.Sprintf("mcp_stdio_images holds %q (entry %d), which is not an image reference (lower-case letters, digits and ._/:@-)", img, i))
 		}
 	}
 	switch s.ScriptWhenUnavailable {
