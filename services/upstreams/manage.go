@@ -27,7 +27,7 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input, by s
 	if err := s.apply(&srv, in); err != nil {
 		return Server{}, err
 	}
-	if err := s.checkSaved(ctx, srv); err != nil {
+	if err := s.checkSaved(ctx, tenantID, in); err != nil {
 		return Server{}, err
 	}
 	if err := s.cfg.Store.Create(ctx, &srv, maxServers); err != nil {
@@ -44,11 +44,11 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input, by s
 
 // checkSaved refuses to save a stdio server whose image is off its
 // tenant's allow list.
-func (s *Service) checkSaved(ctx context.Context, srv Server) error {
-	if srv.Transport != Stdio {
+func (s *Service) checkSaved(ctx context.Context, tenantID uuid.UUID, in Input) error {
+	if in.Transport != Stdio {
 		return nil
 	}
-	return s.checkImage(ctx, srv.TenantID, srv.Image, fault.Invalid)
+	return s.checkImage(ctx, tenantID, in.Image, fault.Invalid)
 }
 
 func (s *Service) checkName(ctx context.Context, tenantID uuid.UUID, name string) error {
@@ -112,15 +112,15 @@ func (s *Service) Update(ctx context.Context, tenantID uuid.UUID, ref string, in
 	if err != nil {
 		return Server{}, err
 	}
+	if err := s.checkSaved(ctx, tenantID, in); err != nil { // outside the row's lock
+		return Server{}, err
+	}
 	srv, err := s.cfg.Store.Update(ctx, tenantID, old.ID, func(srv *Server) error {
 		if in.Name != "" && in.Name != srv.Name {
 			return fault.New(fault.Invalid, "a server cannot be renamed; remove it and add it under the new name")
 		}
 		auth := srv.Auth
 		if err := s.apply(srv, in); err != nil {
-			return err
-		}
-		if err := s.checkSaved(ctx, *srv); err != nil {
 			return err
 		}
 		if in.Auth.Kind == auth.Kind && (in.Auth.ClientID == "" || in.Auth.ClientID == auth.ClientID) {

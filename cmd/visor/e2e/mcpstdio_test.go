@@ -45,6 +45,14 @@ func TestStdioServerOverMCP(t *testing.T) {
 	status, body := w.apiStatus(t, r, http.MethodPost, "/tenants/acme/mcp-servers", add)
 	require.Equal(t, http.StatusBadRequest, status, "the image is not on the tenant's list yet: %s", body)
 	require.Contains(t, body, "mcp_stdio_images")
+	var refusals struct {
+		Events []struct {
+			Message string `json:"message"`
+		} `json:"events"`
+	}
+	w.api(t, r, http.MethodGet, "/tenants/acme/audit?action=createMCPServer&outcome=rejected", nil, &refusals)
+	require.Len(t, refusals.Events, 1, "the refusal is audited")
+	require.Contains(t, refusals.Events[0].Message, "mcp_stdio_images")
 	var ten struct {
 		Settings map[string]any `json:"settings"`
 	}
