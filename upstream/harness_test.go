@@ -34,6 +34,7 @@ type harness struct {
 	store  *postgres.UpstreamStore
 	ids    *identity.Service
 	reg    *tools.Registry
+	stdio  *fakeStdio
 	a, b   identity.Tenant
 	agentA identity.Agent
 	agentB identity.Agent
@@ -45,7 +46,7 @@ func newHarness(t testing.TB) *harness {
 	istore := postgres.NewIdentityStore(db)
 	ids := identity.NewService(istore, changes.Discard{}, nil)
 	ctx := context.Background()
-	h := &harness{db: db, istore: istore, ids: ids, store: postgres.NewUpstreamStore(db), reg: tools.NewRegistry()}
+	h := &harness{db: db, istore: istore, ids: ids, store: postgres.NewUpstreamStore(db), reg: tools.NewRegistry(), stdio: &fakeStdio{}}
 	var err error
 	h.a, err = ids.CreateTenant(ctx, "acme", "Acme")
 	require.NoError(t, err)
@@ -63,8 +64,12 @@ func newHarness(t testing.TB) *harness {
 	guard := egress.New(egress.Config{AllowPrivateHosts: dev, Timeout: time.Minute})
 	h.svc = upstreams.NewService(upstreams.Config{Store: h.store, Keys: keys,
 		Connectors: map[upstreams.Transport]upstreams.Connector{upstreams.StreamableHTTP: upstream.NewRemote(guard, "test", nil),
-			upstreams.SSE: upstream.NewRemote(guard, "test", nil)},
-		CheckURL:    func(raw string) (string, error) { return egress.CheckURL(raw, dev) },
+			upstreams.SSE: upstream.NewRemote(guard, "test", nil), upstreams.Stdio: h.stdio},
+		CheckURL: func(raw string) (string, error) { return egress.CheckURL(raw, dev) },
+		StdioImages: func(ctx context.Context, tenantID uuid.UUID) ([]string, error) {
+			t, err := ids.Tenant(ctx, tenantID)
+			return t.Settings.MCPStdioImages, err
+		},
 		IdleTimeout: time.Minute})
 	h.svc.SetOAuth(upstream.NewOAuth(egress.New(egress.Config{AllowPrivateHosts: dev}), func(raw string) (string, error) { return egress.CheckURL(raw, dev) }))
 	require.NoError(t, h.svc.Start(ctx))
@@ -198,4 +203,46 @@ func (h *harness) add(t testing.TB, tenant identity.Tenant, name, url string, mo
 	return srv
 }
 
-var _ = uuid.Nil
+// fakeStdio stands for the stdio connector (the worker plane is tested in
+// docker/mcpstdio): its sessions have one tool, echo, and it counts the
+// sessions opened and closed.
+type fakeStdio struct {
+	mu             sync.Mutex
+	opened, closed int
+}
+
+func (f *fakeStdio) Connect(context.Context, upstreams.Target) (upstreams.Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opened++
+	return &fakeSession{f: f}, nil
+}
+
+// open is the number of sessions opened and not closed.
+func (f *fakeStdio) open() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opened - f.closed
+}
+
+type fakeSession struct {
+	f    *fakeStdio
+	once sync.Once
+}
+
+func (s *fakeSession) Tools(context.Context, int) ([]upstreams.Tool, error) {
+	return []upstreams.Tool{{Name: "echo", Description: "Echo.", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+}
+
+func (s *fakeSession) Call(context.Context, string, json.RawMessage) (upstreams.Result, error) {
+	return upstreams.Result{Content: json.RawMessage(`[{"type":"text","text":"echoed"}]`)}, nil
+}
+
+func (s *fakeSession) Close() error {
+	s.once.Do(func() {
+		s.f.mu.Lock()
+		s.f.closed++
+		s.f.mu.Unlock()
+	})
+	return nil
+}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -71,6 +73,7 @@ func bootstrapCommand(name, summary, detail string, actions ...action) command {
 					return err
 				}
 				defer a.Close()
+				ctx := context.WithValue(ctx, stdinKey{}, e.stdin)
 				if ac.audit == "" {
 					return ac.run(ctx, a, e.stdout, afs, afs.Args())
 				}
@@ -97,6 +100,22 @@ func required(fs *flag.FlagSet, names ...string) error {
 		return fmt.Errorf("%s: missing %s", fs.Name(), strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+type stdinKey struct{}
+
+// readStdinLine reads the first line of the command's standard input,
+// without its line break, for the flag that asked for it.
+func readStdinLine(ctx context.Context, flagName string) (string, error) {
+	in, _ := ctx.Value(stdinKey{}).(io.Reader)
+	if in == nil {
+		in = os.Stdin
+	}
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		return "", fmt.Errorf("-%s: nothing to read on standard input", flagName)
+	}
+	return strings.TrimRight(line, "\r\n"), nil
 }
 
 func tenantFlag(fs *flag.FlagSet) { fs.String("tenant", "", "tenant slug (required)") }

@@ -34,6 +34,7 @@ func TestCLIChangesAreAudited(t *testing.T) {
 	}
 	const pw = "cli secret password 41d2"
 	ok("tenant", "create", "-slug", "acme", "-name", "Acme")
+	ok("tenant", "stdio-images", "-tenant", "acme", "-add", "acme/tools:1")
 	ok("member", "create", "-tenant", "acme", "-email", "boss@acme.example", "-password", pw)
 	generated := regexp.MustCompile(`password: (\S+)`).FindStringSubmatch(ok("member", "create", "-tenant", "acme", "-email", "two@acme.example"))[1]
 	ok("agent", "create", "-tenant", "acme", "-name", "lead")

@@ -1,18 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/upstreams"
 )
 
@@ -39,13 +39,14 @@ func upstreamCommand() command {
 	return bootstrapCommand("upstream", "manage a tenant's upstream MCP servers (the mcp_* tools)",
 		"An upstream MCP server is another MCP server of the tenant, reached by its callers through mcp_tool_search,\n"+
 			"mcp_tool_inspect and mcp_tool_call (docs/upstream-mcp.md). Secrets (headers such as Authorization, environment\n"+
-			"values) are sealed with VISOR_SECRET_KEYS and never shown again; pass a value on standard input with -value-stdin.",
-		action{name: "add", args: "-tenant SLUG -name NAME -url URL [-transport streamable_http|sse] [limits]", audit: "createMCPServer",
-			help: "add a server (its URL through the outbound guard) and list its tools", flags: upstreamFlags,
+			"values, the OAuth client secret) are sealed with VISOR_SECRET_KEYS and never shown again; pass a value on standard\n"+
+			"input with -secret-value-stdin or -client-secret-stdin.",
+		action{name: "add", args: "-tenant SLUG -name NAME (-url URL [-transport sse] | -transport stdio -image IMAGE [-command CMD] [-allow-hosts HOSTS]) [-auth …] [limits]", audit: "createMCPServer",
+			help: "add a server (a URL through the outbound guard, or an image on the tenant's list) and list its tools", flags: upstreamFlags,
 			run: func(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, _ []string) error {
 				return saveUpstream(ctx, a, w, fs, true)
 			}},
-		action{name: "update", args: "-tenant SLUG -name NAME [-url URL] [-transport …] [limits]", audit: "updateMCPServer",
+		action{name: "update", args: "-tenant SLUG -name NAME [-url URL] [-image IMAGE] [-auth …] [limits]", audit: "updateMCPServer",
 			help: "change a server (flags left out keep their values) and list its tools again", flags: upstreamFlags,
 			run: func(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, _ []string) error {
 				return saveUpstream(ctx, a, w, fs, false)
@@ -109,8 +110,16 @@ func nameFlagsFor(what string) func(fs *flag.FlagSet) {
 
 func upstreamFlags(fs *flag.FlagSet) {
 	nameFlagsFor("server")(fs)
-	fs.String("url", "", "the server's endpoint, https://… (required for add)")
-	fs.String("transport", "", "streamable_http (default) or sse")
+	fs.String("transport", "", "streamable_http (default), sse or stdio")
+	fs.String("url", "", "a remote server's endpoint, https://… (required to add one)")
+	fs.String("image", "", "a stdio server's image, on the tenant's list (`visor tenant stdio-images`) and the stdio worker's")
+	fs.String("command", "", "a stdio server's command and arguments, split on spaces, or a JSON array of strings (empty: the image's own)")
+	fs.String("allow-hosts", "", "comma-separated hosts a stdio server may reach over HTTPS (empty: no network)")
+	fs.String("auth", "", "none (default), client_credentials or oauth (authorization code, Connect in the dashboard); a static bearer is a secret header: secret-set -variable Authorization")
+	fs.String("client-id", "", "the OAuth client id (empty with oauth: Visor registers itself)")
+	fs.Bool("client-secret-stdin", false, "read the OAuth client secret from the first line of standard input")
+	fs.String("scopes", "", "comma-separated OAuth scopes to ask for")
+	fs.Bool("per-member", false, "oauth: one token per member (each Connects), not one for the tenant")
 	fs.Duration("timeout", 0, "time one call may take (default 30s, at most 300s)")
 	fs.Int("max-concurrent", 0, "calls at once on one replica (default 8, at most 64)")
 	fs.Int("max-result-bytes", 0, "bytes of one result (default 1048576, at most 8388608)")
@@ -146,24 +155,13 @@ func saveUpstream(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, ad
 		in = upstreams.Input{Name: old.Name, Transport: old.Transport, URL: old.URL, Image: old.Image, Command: old.Command,
 			AllowHosts: old.AllowHosts, Auth: old.Auth, Limits: old.Limits, Description: old.Description, Disabled: !old.Enabled}
 	}
-	if set["url"] {
-		in.URL = str(fs, "url")
+	if err := upstreamInput(fs, set, &in); err != nil {
+		return err
 	}
-	if set["transport"] {
-		in.Transport = upstreams.Transport(str(fs, "transport"))
-	}
-	if set["description"] {
-		in.Description = str(fs, "description")
-	}
-	if set["disabled"] {
-		in.Disabled = fs.Lookup("disabled").Value.(flag.Getter).Get().(bool)
-	}
-	if set["timeout"] {
-		in.Limits.Timeout = fs.Lookup("timeout").Value.(flag.Getter).Get().(time.Duration)
-	}
-	for flagName, field := range map[string]*int{"max-concurrent": &in.Limits.MaxConcurrent, "max-result-bytes": &in.Limits.MaxResultBytes} {
-		if set[flagName] {
-			*field = fs.Lookup(flagName).Value.(flag.Getter).Get().(int)
+	clientSecret := ""
+	if set["client-secret-stdin"] && boolFlag(fs, "client-secret-stdin") {
+		if clientSecret, err = readStdinLine(ctx, "client-secret-stdin"); err != nil {
+			return err
 		}
 	}
 	var s upstreams.Server
@@ -176,8 +174,103 @@ func saveUpstream(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, ad
 		return cliErr(err)
 	}
 	noteObject(ctx, "mcp_server", s.ID)
-	fmt.Fprintf(w, "saved server %s in %s: %s (%d tools)%s\n", s.Name, t.Slug, s.URL, s.ToolCount, lastError(s))
+	if clientSecret != "" {
+		if s, err = a.upstreams.SetSecret(ctx, t.ID, s.ID.String(), upstreams.SecretClientSecret, "client_secret", clientSecret); err != nil {
+			return cliErr(err)
+		}
+		if s.Enabled && s.Auth.Kind == upstreams.AuthClientCredentials { // list its tools with the secret
+			if _, err := a.upstreams.Refresh(ctx, t.ID, s.ID.String()); err != nil && !fault.Is(err, fault.Unavailable) {
+				return cliErr(err)
+			}
+			if s, err = a.upstreams.Server(ctx, t.ID, s.ID.String()); err != nil {
+				return cliErr(err)
+			}
+		}
+	}
+	where := s.URL
+	if s.Transport == upstreams.Stdio {
+		where = s.Image
+	}
+	fmt.Fprintf(w, "saved server %s in %s: %s, auth %s (%d tools)%s\n", s.Name, t.Slug, where, s.Auth.Kind, s.ToolCount, lastError(s))
 	return nil
+}
+
+// upstreamInput applies the flags that were set onto in.
+func upstreamInput(fs *flag.FlagSet, set map[string]bool, in *upstreams.Input) error {
+	if set["transport"] {
+		in.Transport = upstreams.Transport(str(fs, "transport"))
+	}
+	if set["url"] {
+		in.URL = str(fs, "url")
+	}
+	if set["image"] {
+		in.Image = str(fs, "image")
+	}
+	if set["command"] {
+		cmd, err := commandFlag(str(fs, "command"))
+		if err != nil {
+			return err
+		}
+		in.Command = cmd
+	}
+	if set["allow-hosts"] {
+		in.AllowHosts = listFlag(str(fs, "allow-hosts"))
+	}
+	if set["auth"] && upstreams.AuthKind(str(fs, "auth")) != in.Auth.Kind {
+		in.Auth = upstreams.Auth{Kind: upstreams.AuthKind(str(fs, "auth"))} // another kind keeps nothing of the last
+	}
+	if set["client-id"] {
+		in.Auth.ClientID = str(fs, "client-id")
+	}
+	if set["scopes"] {
+		in.Auth.Scopes = listFlag(str(fs, "scopes"))
+	}
+	if set["per-member"] {
+		in.Auth.PerMember = boolFlag(fs, "per-member")
+	}
+	if set["description"] {
+		in.Description = str(fs, "description")
+	}
+	if set["disabled"] {
+		in.Disabled = boolFlag(fs, "disabled")
+	}
+	if set["timeout"] {
+		in.Limits.Timeout = fs.Lookup("timeout").Value.(flag.Getter).Get().(time.Duration)
+	}
+	for flagName, field := range map[string]*int{"max-concurrent": &in.Limits.MaxConcurrent, "max-result-bytes": &in.Limits.MaxResultBytes} {
+		if set[flagName] {
+			*field = fs.Lookup(flagName).Value.(flag.Getter).Get().(int)
+		}
+	}
+	return nil
+}
+
+func boolFlag(fs *flag.FlagSet, name string) bool {
+	return fs.Lookup(name).Value.(flag.Getter).Get().(bool)
+}
+
+// listFlag splits a comma-separated flag, dropping empty entries.
+func listFlag(v string) []string {
+	var l []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			l = append(l, e)
+		}
+	}
+	return l
+}
+
+// commandFlag reads -command: a JSON array of strings, or words split on
+// spaces.
+func commandFlag(v string) ([]string, error) {
+	if strings.HasPrefix(strings.TrimSpace(v), "[") {
+		var l []string
+		if err := json.Unmarshal([]byte(v), &l); err != nil {
+			return nil, fmt.Errorf("-command: %q is not a JSON array of strings", v)
+		}
+		return l, nil
+	}
+	return strings.Fields(v), nil
 }
 
 func secretFlags(set bool) func(fs *flag.FlagSet) {
@@ -206,12 +299,10 @@ func upstreamSecret(ctx context.Context, a *app, w io.Writer, fs *flag.FlagSet, 
 		s, err = a.upstreams.UnsetSecret(ctx, t.ID, str(fs, "name"), kind, name)
 	} else {
 		value := str(fs, "secret-value")
-		if fs.Lookup("secret-value-stdin").Value.(flag.Getter).Get().(bool) {
-			line, rerr := bufio.NewReader(os.Stdin).ReadString('\n')
-			if rerr != nil && line == "" {
-				return fmt.Errorf("-secret-value-stdin: nothing to read on standard input")
+		if boolFlag(fs, "secret-value-stdin") {
+			if value, err = readStdinLine(ctx, "secret-value-stdin"); err != nil {
+				return err
 			}
-			value = strings.TrimRight(line, "\r\n")
 		}
 		s, err = a.upstreams.SetSecret(ctx, t.ID, str(fs, "name"), kind, name, value)
 	}

@@ -21,7 +21,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], &env{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr})
+	err := run(ctx, os.Args[1:], &env{getenv: os.Getenv, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
 	stop()
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -38,7 +38,10 @@ func main() {
 // env is what a run sees of the outside world, so tests can run commands
 // in-process.
 type env struct {
-	getenv         func(string) string
+	getenv func(string) string
+	// stdin is where secrets given with a -…-stdin flag are read; nil
+	// means the process's standard input.
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	// listening, when set, is told the address `serve`/`dev` bound.
 	listening func(net.Addr)

@@ -101,6 +101,10 @@ func (a *app) newUpstreams() *upstreams.Service {
 			t, err := a.stores.identity.Tenant(ctx, tenantID)
 			return t.Settings.ServerName, err
 		},
+		StdioImages: func(ctx context.Context, tenantID uuid.UUID) ([]string, error) {
+			t, err := a.stores.identity.Tenant(ctx, tenantID)
+			return t.Settings.MCPStdioImages, err
+		},
 		IdleTimeout: uc.IdleTimeout,
 	})
 	svc.SetOAuth(upstream.NewOAuth(egress.New(egress.Config{AllowPrivateHosts: uc.DevHosts}), checkURL))

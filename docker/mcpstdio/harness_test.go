@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/docker"
@@ -97,6 +98,9 @@ func newHarness(t testing.TB, images []string, idle time.Duration, mods ...func(
 	require.NoError(t, err)
 	h.b, err = ids.CreateTenant(ctx, "globex", "Globex")
 	require.NoError(t, err)
+	for _, tn := range []*identity.Tenant{&h.a, &h.b} { // both tenants allow what the worker runs
+		h.setImages(t, tn, images...)
+	}
 	h.agentA, err = ids.CreateAgent(ctx, h.a.ID, identity.NewAgent{Name: "ada"})
 	require.NoError(t, err)
 	h.agentB, err = ids.CreateAgent(ctx, h.b.ID, identity.NewAgent{Name: "bob"})
@@ -133,12 +137,27 @@ func newHarness(t testing.TB, images []string, idle time.Duration, mods ...func(
 
 	h.sent = &sentPayloads{Caller: redisx.NewPlane(rdb, prefix, log)}
 	h.svc = upstreams.NewService(upstreams.Config{Store: postgres.NewUpstreamStore(db), Keys: keys,
-		Connectors:  map[upstreams.Transport]upstreams.Connector{upstreams.Stdio: upstream.NewStdio(h.sent, keys)},
+		Connectors: map[upstreams.Transport]upstreams.Connector{upstreams.Stdio: upstream.NewStdio(h.sent, keys)},
+		StdioImages: func(ctx context.Context, tenantID uuid.UUID) ([]string, error) {
+			t, err := ids.Tenant(ctx, tenantID)
+			return t.Settings.MCPStdioImages, err
+		},
 		IdleTimeout: time.Minute})
 	require.NoError(t, h.svc.Start(ctx))
 	t.Cleanup(h.svc.Stop) // before the worker stops: sessions end first
 	h.svc.Register(h.reg)
 	return h
+}
+
+// setImages sets tenant's allow list of stdio images.
+func (h *harness) setImages(t testing.TB, tenant *identity.Tenant, images ...string) {
+	t.Helper()
+	var err error
+	*tenant, err = h.ids.UpdateTenant(context.Background(), tenant.ID, func(t *identity.Tenant) error {
+		t.Settings.MCPStdioImages = images
+		return nil
+	})
+	require.NoError(t, err)
 }
 
 // employee is the subject of tenant's agent.

@@ -180,15 +180,20 @@ func (h *harness) undenied(t *testing.T) identity.Agent {
 	return ag
 }
 
-// TestStdioImageAllowList: a server whose image is not on the worker's
-// allow list never starts (it is never pulled); it is saved with the
-// error.
+// TestStdioImageAllowList: an image must be on the tenant's list and on
+// the worker's. One off the tenant's list is refused when saved; one on
+// the tenant's list but off the worker's never starts (it is never
+// pulled) and the server is saved with the error.
 func TestStdioImageAllowList(t *testing.T) {
 	t.Parallel()
 	image := fixtureImage(t)
 	h := newHarness(t, []string{image}, time.Minute)
-	srv, err := h.svc.Create(context.Background(), h.a.ID, upstreams.Input{Name: "other", Transport: upstreams.Stdio,
-		Image: "debian:bookworm-slim", Command: []string{"true"}}, "test")
+	in := upstreams.Input{Name: "other", Transport: upstreams.Stdio, Image: "debian:bookworm-slim", Command: []string{"true"}}
+	_, err := h.svc.Create(context.Background(), h.a.ID, in, "test")
+	require.ErrorContains(t, err, "not on the tenant's allow list of stdio images")
+
+	h.setImages(t, &h.a, image, "debian:bookworm-slim")
+	srv, err := h.svc.Create(context.Background(), h.a.ID, in, "test")
 	require.NoError(t, err)
 	require.Contains(t, srv.LastError, "not on this worker's allow list")
 	require.Empty(t, h.containers(t, h.a))

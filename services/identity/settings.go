@@ -25,6 +25,10 @@ type TenantSettings struct {
 	// SandboxImage is the image execute_program runs scripts in; it must be
 	// on the platform's allow-list. Empty means the platform's default.
 	SandboxImage string `json:"sandbox_image,omitempty"`
+	// MCPStdioImages are the images the tenant's stdio MCP servers may
+	// run. An image must be here and on the stdio worker's own list
+	// (VISOR_MCP_STDIO_IMAGES); empty allows no stdio server.
+	MCPStdioImages []string `json:"mcp_stdio_images,omitempty"`
 	// ScriptWhenUnavailable is "" (refuse) or "run_unsandboxed".
 	ScriptWhenUnavailable string `json:"script_when_unavailable,omitempty"`
 	// SharedMemory lets an AI employee search the memories of the

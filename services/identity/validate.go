@@ -2,6 +2,7 @@ package identity
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -13,6 +14,9 @@ const (
 	maxListEntries = 256
 	maxEntryBytes  = 200
 )
+
+// stdioImageRE is an image reference as a stdio MCP server names one.
+var stdioImageRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:@-]{0,199}$`)
 
 // ValidateAgentSettings checks the sizes of every list in s.
 func ValidateAgentSettings(s AgentSettings) error {
@@ -60,6 +64,14 @@ func ValidateTenantSettings(s TenantSettings) error {
 	}
 	if len(s.SandboxImage) > 255 || strings.ContainsFunc(s.SandboxImage, func(r rune) bool { return r <= ' ' || r > '~' }) {
 		return fault.New(fault.Invalid, "sandbox_image must be an image reference of at most 255 printable ASCII characters")
+	}
+	if err := checkList("mcp_stdio_images", s.MCPStdioImages); err != nil {
+		return err
+	}
+	for i, img := range s.MCPStdioImages {
+		if !stdioImageRE.MatchString(img) {
+			return fault.New(fault.Invalid, "%s", fmt.Sprintf("mcp_stdio_images holds %q (entry %d), which is not an image reference (lower-case letters, digits and ._/:@-)", img, i))
+		}
 	}
 	switch s.ScriptWhenUnavailable {
 	case "", "run_unsandboxed":

@@ -114,7 +114,7 @@ func (s *Service) run(ctx context.Context, srv Server, member uuid.UUID, tool st
 	ctx, cancel := context.WithTimeout(ctx, srv.Limits.Timeout)
 	defer cancel()
 	sess, err := s.session(ctx, srv, member)
-	if fault.Is(err, fault.Forbidden) && errors.Is(err, errNotConnected) {
+	if fault.Is(err, fault.Forbidden) && (errors.Is(err, errNotConnected) || errors.Is(err, errImageRefused)) {
 		return Result{}, false, err // the caller's to fix, not the server's failure
 	}
 	if err != nil {

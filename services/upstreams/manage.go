@@ -27,6 +27,9 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input, by s
 	if err := s.apply(&srv, in); err != nil {
 		return Server{}, err
 	}
+	if err := s.checkSaved(ctx, tenantID, in); err != nil {
+		return Server{}, err
+	}
 	if err := s.cfg.Store.Create(ctx, &srv, maxServers); err != nil {
 		if fault.Is(err, fault.Conflict) {
 			return Server{}, fault.Newf(fault.Conflict, err, "a server named %q already exists, or the tenant holds %d servers already", in.Name, maxServers)
@@ -37,6 +40,15 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input, by s
 		_ = s.refresh(ctx, srv, ctxMember(ctx, srv)) // its error is saved on the row
 	}
 	return s.cfg.Store.Server(ctx, tenantID, srv.ID)
+}
+
+// checkSaved refuses to save a stdio server whose image is off its
+// tenant's allow list.
+func (s *Service) checkSaved(ctx context.Context, tenantID uuid.UUID, in Input) error {
+	if in.Transport != Stdio {
+		return nil
+	}
+	return s.checkImage(ctx, tenantID, in.Image, fault.Invalid)
 }
 
 func (s *Service) checkName(ctx context.Context, tenantID uuid.UUID, name string) error {
@@ -98,6 +110,9 @@ func (s *Service) checkURL(raw string) (string, error) {
 func (s *Service) Update(ctx context.Context, tenantID uuid.UUID, ref string, in Input) (Server, error) {
 	old, err := s.Server(ctx, tenantID, ref)
 	if err != nil {
+		return Server{}, err
+	}
+	if err := s.checkSaved(ctx, tenantID, in); err != nil { // outside the row's lock
 		return Server{}, err
 	}
 	srv, err := s.cfg.Store.Update(ctx, tenantID, old.ID, func(srv *Server) error {

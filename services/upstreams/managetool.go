@@ -21,7 +21,7 @@ func manageParams() []tools.Param {
 		str("server", "The server's name (every action but list)."),
 		str("transport", "For add: streamable_http (default), sse or stdio."),
 		str("url", "For add of a remote server: its https endpoint."),
-		str("image", "For add of a stdio server: an image on the stdio workers' allow list (never pulled)."),
+		str("image", "For add of a stdio server: an image on the tenant's list of stdio images (settings.mcp_stdio_images) and the stdio workers' allow list (never pulled)."),
 		list("command", "For add of a stdio server: the command and its arguments."),
 		list("allow_hosts", "For add of a stdio server: the only hosts it may reach (none: no network)."),
 		str("description", "For add: a note for operators, at most 500 bytes."),

@@ -98,6 +98,12 @@ func (s *Service) session(ctx context.Context, srv Server, member uuid.UUID) (Se
 	if !ok {
 		return nil, fault.New(fault.Unavailable, "the %s transport is not available in this deployment", srv.Transport)
 	}
+	if srv.Transport == Stdio { // the tenant may have taken the image off its list since
+		if err := s.checkImage(ctx, srv.TenantID, srv.Image, fault.Forbidden); err != nil {
+			s.pool.forget(srv.ID)
+			return nil, err
+		}
+	}
 	return s.pool.get(ctx, srv, member, func(ctx context.Context) (Session, error) {
 		t, err := s.target(ctx, srv, member)
 		if err != nil {

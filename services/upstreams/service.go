@@ -117,6 +117,11 @@ type Config struct {
 	// ServerName returns the name the tenant's clients give Visor, which
 	// no upstream may take.
 	ServerName func(ctx context.Context, tenantID uuid.UUID) (string, error)
+	// StdioImages returns the tenant's allow list of stdio images
+	// (settings.mcp_stdio_images); nil allows none. A stdio server's image
+	// must be on it when saved and at every call, and on the stdio
+	// worker's own list, which the worker enforces.
+	StdioImages func(ctx context.Context, tenantID uuid.UUID) ([]string, error)
 	// IdleTimeout closes a kept session unused this long (default 5 min).
 	IdleTimeout time.Duration
 }

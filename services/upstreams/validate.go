@@ -1,10 +1,14 @@
 package upstreams
 
 import (
+	"context"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/visorhq/visor/services/fault"
 )
@@ -150,6 +154,27 @@ func (in *Input) checkStdio() error {
 		in.AllowHosts[i] = h
 	}
 	return nil
+}
+
+// errImageRefused marks the refusal of a stdio image off the tenant's
+// list: the operator's to fix, not the server's failure.
+var errImageRefused = errors.New("image not allowed")
+
+// checkImage refuses a stdio server's image that is not on its tenant's
+// allow list, with code: Invalid when saving, Forbidden when calling.
+func (s *Service) checkImage(ctx context.Context, tenantID uuid.UUID, image string, code fault.Code) error {
+	var list []string
+	if s.cfg.StdioImages != nil {
+		var err error
+		if list, err = s.cfg.StdioImages(ctx, tenantID); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(list, image) {
+		return nil
+	}
+	return fault.Newf(code, errImageRefused, "image %s is not on the tenant's allow list of stdio images (settings.mcp_stdio_images, "+
+		"managed with `visor tenant stdio-images`); an administrator adds it there, and to the stdio worker's VISOR_MCP_STDIO_IMAGES", image)
 }
 
 // checkSecret validates a secret's kind, name and value.

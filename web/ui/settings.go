@@ -3,6 +3,7 @@ package ui
 import (
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,6 +42,7 @@ func (d *Dashboard) saveTenantSettings(c echo.Context, v *View) error {
 		s := &t.Settings
 		s.ServerName = strings.TrimSpace(c.FormValue("server_name"))
 		s.TimeZone = strings.TrimSpace(c.FormValue("time_zone"))
+		s.MCPStdioImages = strings.FieldsFunc(c.FormValue("mcp_stdio_images"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 		s.Integrations.GoogleWorkspace, s.Integrations.GitHub = on("google_workspace"), on("github")
 		s.Responsibilities, s.ComputerUseWorkspaces = on("responsibilities"), on("computer_use_workspaces")
 		sent = *t

@@ -16,7 +16,8 @@ import (
 // TestStdioServerOverMCP is a stdio upstream server as deployed: an
 // operator adds it and its environment value with the admin API of
 // `visor serve`, a `visor worker` with VISOR_MCP_STDIO_WORKER=true runs it
-// in a container (both with the same VISOR_SECRET_KEYS), and an AI
+// in a container (both with the same VISOR_SECRET_KEYS; the image on the
+// tenant's list and on the worker's), and an AI
 // employee calls its tools with mcp_tool_call over MCP. The worker removes
 // its containers when it stops.
 func TestStdioServerOverMCP(t *testing.T) {
@@ -40,8 +41,25 @@ func TestStdioServerOverMCP(t *testing.T) {
 		LastError string `json:"last_error"`
 		ToolCount int    `json:"tool_count"`
 	}
-	w.api(t, r, http.MethodPost, "/tenants/acme/mcp-servers", map[string]any{"name": "tools", "transport": "stdio", "image": image,
-		"command": dockertest.MCPFixtureCommand}, &srv)
+	add := map[string]any{"name": "tools", "transport": "stdio", "image": image, "command": dockertest.MCPFixtureCommand}
+	status, body := w.apiStatus(t, r, http.MethodPost, "/tenants/acme/mcp-servers", add)
+	require.Equal(t, http.StatusBadRequest, status, "the image is not on the tenant's list yet: %s", body)
+	require.Contains(t, body, "mcp_stdio_images")
+	var refusals struct {
+		Events []struct {
+			Message string `json:"message"`
+		} `json:"events"`
+	}
+	w.api(t, r, http.MethodGet, "/tenants/acme/audit?action=createMCPServer&outcome=rejected", nil, &refusals)
+	require.Len(t, refusals.Events, 1, "the refusal is audited")
+	require.Contains(t, refusals.Events[0].Message, "mcp_stdio_images")
+	var ten struct {
+		Settings map[string]any `json:"settings"`
+	}
+	w.api(t, r, http.MethodGet, "/tenants/acme", nil, &ten)
+	ten.Settings["mcp_stdio_images"] = []string{image}
+	w.api(t, r, http.MethodPatch, "/tenants/acme", map[string]any{"settings": ten.Settings}, nil)
+	w.api(t, r, http.MethodPost, "/tenants/acme/mcp-servers", add, &srv)
 	require.Empty(t, srv.LastError)
 	require.Positive(t, srv.ToolCount)
 	w.api(t, r, http.MethodPut, "/tenants/acme/mcp-servers/tools/secrets", map[string]any{"kind": "env", "name": "API_TOKEN",
