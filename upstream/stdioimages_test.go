@@ -97,10 +97,20 @@ func TestStdioImagesOfTheTenant(t *testing.T) {
 	for range 6 { // more than the breaker's threshold: none counts as a failure
 		a = call("mcp_tool_call", map[string]any{"name": "tools:echo", "arguments": map[string]any{}})
 		require.Nil(t, a.Result)
-		require.Contains(t, a.ToolError+a.Failure, "not on the tenant's allow list of stdio images")
+		// Refused as a tool the caller cannot see is: the reason goes to
+		// the audit row, not to the caller.
+		require.NotContains(t, a.ToolError+a.Failure, "acme/tools")
+		require.Contains(t, a.Entry.Message, "not on the tenant's allow list of stdio images")
 		require.Contains(t, a.Entry.Message, "mcp_stdio_images")
 	}
 	require.Zero(t, h.stdio.open(), "the kept session was closed")
+	a = call("mcp_tool_search", map[string]any{"server": "tools"})
+	require.NotNil(t, a.Result, "%s %s", a.ToolError, a.Failure)
+	found, err := json.Marshal(a.Result)
+	require.NoError(t, err)
+	require.NotContains(t, string(found), "tools:echo", "what cannot be called is not found")
+	a = call("mcp_tool_inspect", map[string]any{"name": "tools:echo"})
+	require.Nil(t, a.Result, "nor inspected")
 	_, err = h.svc.Refresh(ctx, h.a.ID, "tools")
 	require.True(t, fault.Is(err, fault.Unavailable) || fault.Is(err, fault.Forbidden), "a refresh is refused too: %v", err)
 

@@ -53,6 +53,15 @@ func (s *Service) lookup(ctx context.Context, sub *tools.Subject, ref string) (S
 	case !srv.Enabled:
 		return Server{}, Tool{}, unknown(fmt.Sprintf("upstream server %s is disabled", server))
 	}
+	if srv.Transport == Stdio { // the tenant may have taken the image off its list since
+		if err := s.checkImage(ctx, srv.TenantID, srv.Image, fault.Forbidden); err != nil {
+			if !errors.Is(err, errImageRefused) {
+				return Server{}, Tool{}, err
+			}
+			s.pool.forget(srv.ID)
+			return Server{}, Tool{}, unknown(fault.Message(err))
+		}
+	}
 	return srv, t, nil
 }
 

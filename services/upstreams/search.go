@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/google/uuid"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/visorhq/visor/services/fault"
@@ -54,10 +55,18 @@ func (s *Service) Search(ctx context.Context, sub *tools.Subject, server, query 
 	if err != nil {
 		return nil, 0, err
 	}
+	servers, err := s.cfg.Store.List(ctx, sub.Principal.TenantID)
+	if err != nil {
+		return nil, 0, err
+	}
+	off, err := s.offList(ctx, sub.Principal.TenantID, servers)
+	if err != nil {
+		return nil, 0, err
+	}
 	terms := queryTerms(query)
 	hits := make([]Hit, 0, min(len(all), 64))
 	for _, t := range all {
-		if !tools.DecideUpstream(sub, FullName(t.Server, t.Name)).Allowed {
+		if off[t.Server] || !tools.DecideUpstream(sub, FullName(t.Server, t.Name)).Allowed {
 			continue
 		}
 		sc := 1.0
@@ -179,6 +188,10 @@ func (s *Service) CallableServers(ctx context.Context, sub *tools.Subject) ([]Ca
 	if err != nil {
 		return nil, err
 	}
+	off, err := s.offList(ctx, sub.Principal.TenantID, servers)
+	if err != nil {
+		return nil, err
+	}
 	count := map[string]int{}
 	for _, t := range all {
 		if tools.DecideUpstream(sub, FullName(t.Server, t.Name)).Allowed {
@@ -187,10 +200,38 @@ func (s *Service) CallableServers(ctx context.Context, sub *tools.Subject) ([]Ca
 	}
 	out := []Callable{}
 	for _, srv := range servers {
-		if srv.Enabled && count[srv.Name] > 0 {
+		if srv.Enabled && !off[srv.Name] && count[srv.Name] > 0 {
 			out = append(out, Callable{Name: srv.Name, Description: srv.Description, Tools: count[srv.Name]})
 		}
 	}
 	slices.SortFunc(out, func(a, b Callable) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// offList names the stdio servers among servers whose image the tenant has
+// taken off its allow list of stdio images: their tools are neither found
+// nor callable (what a caller finds is what it may call).
+func (s *Service) offList(ctx context.Context, tenantID uuid.UUID, servers []Server) (map[string]bool, error) {
+	var off map[string]bool
+	var images []string
+	loaded := false
+	for _, srv := range servers {
+		if srv.Transport != Stdio {
+			continue
+		}
+		if !loaded && s.cfg.StdioImages != nil {
+			var err error
+			if images, err = s.cfg.StdioImages(ctx, tenantID); err != nil {
+				return nil, err
+			}
+		}
+		loaded = true
+		if !slices.Contains(images, srv.Image) {
+			if off == nil {
+				off = map[string]bool{}
+			}
+			off[srv.Name] = true
+		}
+	}
+	return off, nil
 }
