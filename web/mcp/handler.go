@@ -279,7 +279,9 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 				held := release
 				release = nil
 				wait := func() {
-					defer held()
+					if held != nil {
+						defer held()
+					}
 					wait()
 				}
 				if !server.Park(r.Context(), wait) {
