@@ -69,6 +69,7 @@ func (a *app) mountMCP(ctx context.Context, s *server.Server, resolver *auth.Res
 	s.AddCheck(server.Check{Name: "streams", Fn: ep.Ready})
 	ep.Register(s.Echo(), resolver.Middleware(""))
 	s.ChecksOwnBody(mcp.Route)
+	s.ParkWhen(mcp.MayPark)
 	s.OnShutdown(ep.Close)
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/web/server"
 )
 
 // Options tune the endpoint. Zero values take the defaults.
@@ -249,12 +250,17 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 			return
 		}
 	}
+	var release func() // the stream's place under the limits, until it ends
 	if holdsStream(r, &pk) {
-		release, ok := h.admitStream(w, p, &pk)
-		if !ok {
+		var ok bool
+		if release, ok = h.admitStream(w, p, &pk); !ok {
 			return
 		}
-		defer release()
+		defer func() {
+			if release != nil {
+				release()
+			}
+		}()
 	}
 	r = r.WithContext(context.WithValue(r.Context(), peekKey{}, &pk))
 	if pk.Method == "subscriptions/listen" {
@@ -263,7 +269,25 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, slug strin
 		r = r.WithContext(context.WithValue(r.Context(), writerKey{}, http.NewResponseController(w)))
 	}
 	if modernEra(r, &pk) {
-		if h.serveList(w, r, p, &pk, body) || h.serveCall(w, r, p, &pk, body) || h.serveListen(w, r, p, &pk) {
+		if h.serveList(w, r, p, &pk, body) || h.serveCall(w, r, p, &pk, body) {
+			return
+		}
+		if wait, ok := h.serveListen(w, r, p, &pk); ok {
+			if wait != nil {
+				// The held stream waits outside the middleware chain when
+				// the server lets it (server.Park), with a small stack.
+				held := release
+				release = nil
+				wait := func() {
+					if held != nil {
+						defer held()
+					}
+					wait()
+				}
+				if !server.Park(r.Context(), wait) {
+					wait()
+				}
+			}
 			return
 		}
 		h.modern.ServeHTTP(w, r)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 )
@@ -21,32 +23,41 @@ import (
 // request: no per-stream SDK session, JSON-RPC connection or goroutines, so
 // a replica can hold tens of thousands. Anything else about the request
 // (a malformed _meta, a header mismatch, a filter without tools) goes to the
-// SDK, which validates and answers it. It reports whether it answered.
-func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek) bool {
+// SDK, which validates and answers it. It reports whether it answered; the
+// stream is then registered and acknowledged, and wait (nil when the
+// stream already ended) holds it until it ends. wait keeps none of the
+// request but its context's end, so it can run after the middleware chain
+// returned (server.Park).
+func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity.Principal, pk *peek) (wait func(), ok bool) {
 	const version = Stateless
 	if pk.Method != "subscriptions/listen" || r.Header.Get("Mcp-Method") != pk.Method || r.Header.Get("Mcp-Name") != "" ||
 		r.Header.Get("Mcp-Protocol-Version") != version || pk.Params.Meta.Version != version ||
 		!isObject(pk.Params.Meta.Capabilities) || (pk.Params.Meta.ClientInfo != nil && !isObject(pk.Params.Meta.ClientInfo)) ||
 		len(pk.ID) == 0 || string(pk.ID) == "null" || pk.Params.Notifications == nil || !pk.Params.Notifications.ToolsListChanged ||
 		!acceptsBoth(r.Header.Values("Accept")) || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		return false
+		return nil, false
 	}
 	if _, ok := w.(http.Flusher); !ok {
-		return false
+		return nil, false
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
+	// echo reuses its response for later requests once the chain returns:
+	// the stream writes on the connection's own.
+	if er, ok := w.(*echo.Response); ok {
+		w = er.Writer
+	}
 	s := &listenStream{p: p, w: w, rc: http.NewResponseController(w), id: pk.ID, life: h.life,
 		acked: make(chan struct{}), ended: make(chan struct{})}
 	// Registered before the acknowledgment: once the client hears it, every
 	// later change to its tools is announced on this stream.
 	unregister := h.streams.Open(r.Context(), s)
-	defer func() {
+	end := func() {
 		unregister()
 		s.finish()
-	}()
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	err := s.write(ctx, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+
 		string(pk.ID)+`},"notifications":{"toolsListChanged":true}}}`)
@@ -56,18 +67,22 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, p identity
 		if errors.Is(err, errInterrupted) && h.isClosing() {
 			s.goodbye(endShutdown) // the acknowledgment went out whole
 		}
-		return true
+		end()
+		return nil, true
 	}
-	select {
-	case <-r.Context().Done():
-	case <-h.closing:
-		s.goodbye(endShutdown)
-	case <-s.ended:
-		if s.revoked.Load() {
-			s.goodbye(endRevoked)
+	gone := r.Context().Done()
+	return func() {
+		defer end()
+		select {
+		case <-gone:
+		case <-h.closing:
+			s.goodbye(endShutdown)
+		case <-s.ended:
+			if s.revoked.Load() {
+				s.goodbye(endRevoked)
+			}
 		}
-	}
-	return true
+	}, true
 }
 
 func isObject(raw []byte) bool {
@@ -202,4 +217,11 @@ func (s *listenStream) finish() {
 	s.done = true
 	s.mu.Unlock()
 	_ = s.rc.SetWriteDeadline(time.Now().Add(finishTimeout))
+}
+
+// MayPark reports whether r may be a listen request this endpoint holds,
+// from its request line and headers alone: one the server should run so
+// that its wait can park outside the middleware chain (server.ParkWhen).
+func MayPark(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "subscriptions/listen"
 }

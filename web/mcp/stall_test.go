@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/live"
 	"github.com/visorhq/visor/services/tools"
+	"github.com/visorhq/visor/web/server"
 )
 
 // smallBuffers accepts connections with a small send buffer, so that the
@@ -66,7 +68,12 @@ func newStallRig(t *testing.T, notifyTimeout time.Duration) *stallRig {
 	reg := tools.NewRegistry()
 	reg.Register(tools.Tool{Name: "agent_status", Description: "x", Scope: identity.ScopeToolsRead, Handler: echoTool})
 	r.ep = New(reg, tools.NewSubjects(f.dir, tools.NoGrants{}, 0), f.audit, r.hub, Options{})
-	e := echo.New()
+	// Served as a replica serves it: listen streams wait outside the
+	// middleware chain (server.Park).
+	s := server.New(server.Options{Logger: slog.New(slog.DiscardHandler)})
+	s.ChecksOwnBody(Route)
+	s.ParkWhen(MayPark)
+	e := s.Echo()
 	r.ep.Register(e, func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p, ok := f.tokens[strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer ")]
@@ -79,7 +86,7 @@ func newStallRig(t *testing.T, notifyTimeout time.Duration) *stallRig {
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	r.srv = &http.Server{Handler: e}
+	r.srv = &http.Server{Handler: s}
 	r.srv.RegisterOnShutdown(r.ep.Close)
 	go func() { _ = r.srv.Serve(smallBuffers{ln}) }()
 	t.Cleanup(func() { _ = r.srv.Close() })

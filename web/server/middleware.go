@@ -110,28 +110,41 @@ func (s *Server) observe(m *httpMetrics) echo.MiddlewareFunc {
 			if route == "" {
 				route = "unmatched"
 			}
-			code := strconv.Itoa(res.Status)
-			m.requests.WithLabelValues(req.Method, route, code).Inc()
-			m.duration.WithLabelValues(req.Method, route).Observe(time.Since(start).Seconds())
-			if isProbe(route) && err == nil {
-				return nil
+			// echo reuses c once the chain returns, and a parked request
+			// (Park) is recorded when its wait ends: what the line needs is
+			// read now (the bytes are those written before it parked).
+			status := res.Status
+			var attrs []slog.Attr
+			if !isProbe(route) || err != nil {
+				attrs = []slog.Attr{
+					slog.String("request_id", RequestIDFrom(req.Context())),
+					slog.String("method", req.Method), slog.String("route", route),
+					slog.String("path", req.URL.Path), slog.Int("status", status),
+					slog.Int64("bytes", res.Size), {},
+				}
+				attrs = append(attrs, principalAttrs(c)...)
+				if err != nil {
+					attrs = append(attrs, slog.String("err", err.Error()))
+				}
 			}
-			attrs := []slog.Attr{
-				slog.String("request_id", RequestIDFrom(req.Context())),
-				slog.String("method", req.Method), slog.String("route", route),
-				slog.String("path", req.URL.Path), slog.Int("status", res.Status),
-				slog.Int64("bytes", res.Size), slog.Duration("duration", time.Since(start)),
+			method, ctx := req.Method, req.Context()
+			record := func() {
+				m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+				m.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+				if attrs == nil {
+					return
+				}
+				attrs[6] = slog.Duration("duration", time.Since(start))
+				attrs = append(attrs, notes.all()...)
+				level := slog.LevelInfo
+				if status >= 500 {
+					level = slog.LevelError
+				}
+				s.opts.Logger.LogAttrs(ctx, level, "http request", attrs...)
 			}
-			attrs = append(attrs, principalAttrs(c)...)
-			attrs = append(attrs, notes.all()...)
-			level := slog.LevelInfo
-			if res.Status >= 500 {
-				level = slog.LevelError
+			if !afterPark(req.Context(), record) {
+				record()
 			}
-			if err != nil {
-				attrs = append(attrs, slog.String("err", err.Error()))
-			}
-			s.opts.Logger.LogAttrs(req.Context(), level, "http request", attrs...)
 			return nil
 		}
 	}

@@ -74,7 +74,8 @@ type Server struct {
 	reg      *prometheus.Registry
 	ln       net.Listener
 	draining atomic.Bool
-	ownBody  map[string]bool // routes whose handlers check their own bodies (ChecksOwnBody)
+	ownBody  map[string]bool          // routes whose handlers check their own bodies (ChecksOwnBody)
+	parks    func(*http.Request) bool // requests that may park (ParkWhen)
 }
 
 // New returns a Server with its middleware and the /healthz, /readyz and
@@ -178,6 +179,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.e.Server.Protocols = &p
 		s.e.Server.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: H2CStreams}
 	}
+	s.e.Server.Handler = s
 	s.e.Server.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- s.e.Server.Serve(s.ln) }()
