@@ -24,6 +24,15 @@ func NewRateLimiter(rdb *redis.Client, prefix string) *RateLimiter {
 	return &RateLimiter{rdb: rdb, prefix: prefix, now: time.Now}
 }
 
+// WithClock returns a copy of l that reads the time from now, which decides
+// the window an event falls in (tests pin it so that a run cannot straddle
+// two windows).
+func (l *RateLimiter) WithClock(now func() time.Time) *RateLimiter {
+	c := *l
+	c.now = now
+	return &c
+}
+
 // Allow records one event for key in the current window of length per and
 // reports whether at most n events happened in it. An error means Redis
 // could not count; callers fall back to a local limit.

@@ -15,8 +15,10 @@ func TestRateLimiterIsShared(t *testing.T) {
 	t.Parallel()
 	c := redistest.New(t)
 	prefix := redistest.Prefix(t)
-	a := redisx.NewRateLimiter(c.Client, prefix) // two replicas
-	b := redisx.NewRateLimiter(c.Client, prefix)
+	at := time.Now() // pinned: the counts must fall in one window
+	clock := func() time.Time { return at }
+	a := redisx.NewRateLimiter(c.Client, prefix).WithClock(clock) // two replicas
+	b := redisx.NewRateLimiter(c.Client, prefix).WithClock(clock)
 	ctx := context.Background()
 	for i := range 4 {
 		l := a
@@ -41,8 +43,10 @@ func TestRateLimiterRefund(t *testing.T) {
 	t.Parallel()
 	c := redistest.New(t)
 	prefix := redistest.Prefix(t)
-	a := redisx.NewRateLimiter(c.Client, prefix)
-	b := redisx.NewRateLimiter(c.Client, prefix)
+	at := time.Now() // pinned: the counts must fall in one window
+	clock := func() time.Time { return at }
+	a := redisx.NewRateLimiter(c.Client, prefix).WithClock(clock)
+	b := redisx.NewRateLimiter(c.Client, prefix).WithClock(clock)
 	ctx := context.Background()
 	for i := range 10 {
 		undo, ok, err := a.Reserve(ctx, "t|bob", 2, time.Minute)

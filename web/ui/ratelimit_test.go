@@ -3,6 +3,7 @@ package ui_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +18,10 @@ import (
 func TestPostLimitIsSharedByReplicas(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.New(t)
-	limiter := redisx.NewRateLimiter(rdb.Client, redistest.Prefix(t))
+	// One pinned instant: the posts below take seconds on a busy machine
+	// and must not straddle two of the limiter's one-minute windows.
+	at := time.Now()
+	limiter := redisx.NewRateLimiter(rdb.Client, redistest.Prefix(t)).WithClock(func() time.Time { return at })
 	e := newEnv(t, func(d *ui.Deps) { d.Limiter, d.PostLimit = limiter, 4 })
 	a := e.agent("worker")
 	one, two := e.browser(), e.browser()
