@@ -57,17 +57,14 @@ func monitorRedis(t *testing.T) *redisMonitor {
 // commands ran).
 func (m *redisMonitor) waitFor(t *testing.T, s string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	read := func() string {
 		m.mu.Lock()
-		text := m.buf.String()
-		m.mu.Unlock()
-		if strings.Contains(text, s) || time.Now().After(deadline) {
-			require.Contains(t, text, s, "the monitor saw the plane's traffic")
-			return text
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer m.mu.Unlock()
+		return m.buf.String()
 	}
+	require.Eventually(t, func() bool { return strings.Contains(read(), s) }, 10*time.Second, 20*time.Millisecond,
+		"the monitor saw the plane's traffic")
+	return read()
 }
 
 // TestSkillEnvNeverCrossesRedis: with serve and the worker talking over a

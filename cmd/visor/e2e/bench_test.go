@@ -188,10 +188,8 @@ func BenchmarkLiveIdleStreamMemory(b *testing.B) {
 	// and no stream of the 99 others.
 	t0 := time.Now()
 	w.setDenied(b, r, ags[7], "agent_status")
-	deadline := time.Now().Add(time.Minute)
-	for changed[7].Load() < int64(perAgent) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling a counter the readers bump; no event to wait on
-	}
+	require.Eventually(b, func() bool { return changed[7].Load() >= int64(perAgent) }, time.Minute, 20*time.Millisecond,
+		"every stream of the changed employee hears list_changed")
 	took := time.Since(t0)
 	// Sleep, not a signal: a stray notification to another employee's
 	// stream would arrive within this window, and nothing announces its absence.
