@@ -64,15 +64,22 @@ func TestStdioAllowHosts(t *testing.T) {
 		require.NoError(t, err)
 		return text(t, out.Result.Content)
 	}
-	// The first dial from a container on a network just made can fail
-	// with "no route to host" while the engine is still making and
-	// removing other tests' networks beside it (seen only in full parallel
-	// runs); the server is then asked again, as a caller would.
+	// In full parallel runs the first call has failed twice on this
+	// machine: the container's first dial to the proxy found "no route to
+	// host", and once the worker's presence then lapsed ("no stdio worker
+	// is running"), both while other packages' tests made and removed their
+	// own networks and containers beside it. The cause is not found yet;
+	// the server is asked again, as a caller would, for up to a minute.
 	var got string
 	require.Eventually(t, func() bool {
-		got = fetch("https://allowed.test/")
+		out, err := h.svc.Call(ctx, sub, "net:fetch", map[string]any{"url": "https://allowed.test/"})
+		if err != nil {
+			got = err.Error()
+			return false
+		}
+		got = text(t, out.Result.Content)
 		return !strings.Contains(got, "no route to host")
-	}, 30*time.Second, 500*time.Millisecond, "the proxy stays unreachable: %s", got)
+	}, time.Minute, time.Second, "the proxy stays unreachable: %s", got)
 	require.Contains(t, got, "certificate", "the handshake reached the allowed host through the proxy")
 	for _, u := range []string{"https://other.test/", "https://" + ip.String() + "/", "http://allowed.test/"} {
 		got := fetch(u)
