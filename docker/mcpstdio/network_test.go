@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,13 @@ func (p pins) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, erro
 // on an internal network; another host, even at the same address, plain
 // http and an address by itself are refused.
 func TestStdioAllowHosts(t *testing.T) {
-	t.Parallel()
+	// In a full parallel run of every package this test's container finds
+	// no route to the proxy (three runs of three, cause not found yet);
+	// alone it passes. CI runs it alone right after the full run, with
+	// VISOR_TEST_STDIO_NETWORK=1, where a failure fails CI.
+	if os.Getenv("VISOR_TEST_STDIO_NETWORK") != "1" {
+		t.Skip("SKIPPED here: runs alone (VISOR_TEST_STDIO_NETWORK=1 go test -run '^TestStdioAllowHosts$' ./docker/mcpstdio), as .ci/run does")
+	}
 	image := fixtureImage(t)
 	b, c := 1+mrand.IntN(250), 1+mrand.IntN(250)
 	ip := netip.AddrFrom4([4]byte{127, byte(b), byte(c), 9})
