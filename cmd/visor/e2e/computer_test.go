@@ -22,7 +22,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +31,6 @@ import (
 	"github.com/visorhq/visor/docker"
 	"github.com/visorhq/visor/docker/dockertest"
 	"github.com/visorhq/visor/services/identity"
-	"github.com/visorhq/visor/storage/redisx"
 )
 
 const loginPage = `<!doctype html><title>Sign in</title><style>body{margin:0;background:#2a6}input{position:absolute;width:300px;height:40px;font-size:20px}</style>
@@ -204,10 +202,10 @@ func TestComputerUseOverMCP(t *testing.T) {
 // computerWorker starts `visor worker` as a computer worker named id (its
 // plane name is id-browser), with test host pins and a trusted test
 // certificate, sweeping every second.
-func computerWorker(t *testing.T, w *world, redisURL, id, image, pins, spki string) *workerProc {
+func computerWorker(t *testing.T, w *world, redisURL, id, image, pins, spki string, env ...string) *workerProc {
 	t.Helper()
-	return startWorker(t, id, w.dbURL, redisURL, "VISOR_COMPUTER_WORKER=true", "VISOR_COMPUTER_IMAGE="+image, "VISOR_WORKER_ID="+id,
-		"VISOR_COMPUTER_DEV_HOSTS="+pins, "VISOR_COMPUTER_DEV_TRUST_SPKI="+spki, "VISOR_COMPUTER_SWEEP_EVERY=1s")
+	return startWorker(t, id, w.dbURL, redisURL, append([]string{"VISOR_COMPUTER_WORKER=true", "VISOR_COMPUTER_IMAGE=" + image, "VISOR_WORKER_ID=" + id,
+		"VISOR_COMPUTER_DEV_HOSTS=" + pins, "VISOR_COMPUTER_DEV_TRUST_SPKI=" + spki, "VISOR_COMPUTER_SWEEP_EVERY=1s"}, env...)...)
 }
 
 // sessionWorker is the worker a session's row names.
@@ -216,6 +214,17 @@ func sessionWorker(t *testing.T, w *world, session string) string {
 	var worker string
 	require.NoError(t, w.db.Pool.QueryRow(context.Background(), `SELECT worker FROM computer_sessions WHERE id = $1`, session).Scan(&worker))
 	return worker
+}
+
+// sessionID is the session a computer_session_start result names.
+func sessionID(t *testing.T, res fullResult) string {
+	t.Helper()
+	var st struct {
+		SessionID string `json:"session_id"`
+	}
+	require.NoError(t, json.Unmarshal(res.Structured, &st))
+	require.NotEmpty(t, st.SessionID)
+	return st.SessionID
 }
 
 // sessionContainers lists the session containers with a label.
@@ -237,8 +246,7 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	image := dockertest.Browser(t)
 	w := newWorld(t)
 	ctx := context.Background()
-	rs := privateRedis(t)
-	redisURL := rs.URL()
+	redisURL := privateRedis(t).URL()
 	r := startReplica(t, "serve", w.dbURL, redisURL)
 	w.api(t, r, http.MethodPatch, "/tenants/acme", map[string]any{"settings": identity.TenantSettings{ComputerUseWorkspaces: true}}, nil)
 	for _, a := range []identity.Agent{w.ada, w.bob} {
@@ -247,7 +255,9 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	}
 	suffix := uuid.NewString()[:8]
 	idA, idB := "e2e-a-"+suffix, "e2e-b-"+suffix
-	workerA := computerWorker(t, w, redisURL, idA, image, "", "")
+	// Each worker holds one session at most: once ada's is on A, only B
+	// has room for bob's.
+	computerWorker(t, w, redisURL, idA, image, "", "", "VISOR_COMPUTER_MAX_SESSIONS=1")
 	start := func(key string) (session, workspace string) {
 		res := callFull(t, r, key, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": "new"})
 		require.False(t, res.IsError, "%+v", res)
@@ -261,39 +271,9 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 	adaSession, _ := start(w.adaKey)
 	require.Equal(t, idA+"-browser", sessionWorker(t, w, adaSession))
 
-	// Worker B joins; while A is paused (for less than its heartbeat's
-	// lifetime) only B can take bob's start.
-	workerB := computerWorker(t, w, redisURL, idB, image, "", "")
-	// B answers its health check before it joins the plane; until its
-	// heartbeat is up, a start would wait in the pool for A to resume.
-	rc := rs.Client()
-	require.Eventually(t, func() bool {
-		n, err := rc.Exists(ctx, redisx.DefaultPlanePrefix+"worker:"+idB+"-browser:alive").Result()
-		return err == nil && n == 1
-	}, 60*time.Second, 50*time.Millisecond, "worker B joins the plane")
-	require.NoError(t, syscall.Kill(workerA.cmd.Process.Pid, syscall.SIGSTOP))
-	type started struct{ session, workspace string }
-	bobc := make(chan started, 1)
-	go func() {
-		res := callFull(t, r, w.bobKey, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": "new"})
-		var st struct {
-			SessionID   string `json:"session_id"`
-			WorkspaceID string `json:"workspace_id"`
-		}
-		_ = json.Unmarshal(res.Structured, &st)
-		bobc <- started{st.SessionID, st.WorkspaceID}
-	}()
-	// Sleep, not a signal: worker A must stay paused for less than its
-	// heartbeat's lifetime (or it is declared lost), and long enough that
-	// a start it could take would have waited for it.
-	time.Sleep(1500 * time.Millisecond)
-	require.NoError(t, syscall.Kill(workerA.cmd.Process.Pid, syscall.SIGCONT))
-	var bob started
-	select {
-	case bob = <-bobc:
-	case <-time.After(90 * time.Second):
-		t.Fatal("bob's session start did not answer")
-	}
+	workerB := computerWorker(t, w, redisURL, idB, image, "", "", "VISOR_COMPUTER_MAX_SESSIONS=1")
+	var bob struct{ session, workspace string }
+	bob.session, bob.workspace = start(w.bobKey)
 	require.NotEmpty(t, bob.session, "bob's session started")
 	require.Equal(t, idB+"-browser", sessionWorker(t, w, bob.session))
 
@@ -333,10 +313,11 @@ func TestComputerSessionsLiveOnTheWorkerThatHoldsThem(t *testing.T) {
 		20*time.Second, 200*time.Millisecond, "the dead worker's container is reaped")
 	res := callFull(t, r, w.adaKey, "computer_screenshot", nil)
 	require.False(t, res.IsError, "%+v", res)
-	res = callFull(t, r, w.bobKey, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": bob.workspace})
-	require.False(t, res.IsError, "bob starts again, on A, with his workspace: %+v", res)
 	res = callFull(t, r, w.adaKey, "computer_session_stop", nil)
 	require.False(t, res.IsError)
+	res = callFull(t, r, w.bobKey, "computer_session_start", map[string]any{"width": 800, "height": 600, "workspace": bob.workspace})
+	require.False(t, res.IsError, "bob starts again, on A (now free), with his workspace: %+v", res)
+	require.Equal(t, idA+"-browser", sessionWorker(t, w, sessionID(t, res)))
 	res = callFull(t, r, w.bobKey, "computer_session_stop", nil)
 	require.False(t, res.IsError)
 	require.Empty(t, sessionContainers(t, docker.LabelTenant+"="+w.acme.ID.String()))
