@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -43,8 +42,11 @@ func Derived(t testing.TB, name, dockerfile string, files map[string]string) str
 }
 
 func buildDerived(name, body string, files map[string]string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "sandbox", "build-base.sh")
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	script := filepath.Join(root, "deploy", "sandbox", "build-base.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, script).Output()
@@ -139,9 +141,13 @@ func MCPFixture(t testing.TB) string {
 			return
 		}
 		fixtureBin = filepath.Join(dir, "mcp-fixture")
-		_, file, _, _ := runtime.Caller(0)
+		root, err := repoRoot()
+		if err != nil {
+			fixtureErr = err
+			return
+		}
 		cmd := exec.Command("go", "build", "-trimpath", "-o", fixtureBin, "./docker/mcpstdio/internal/fixture")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fixtureErr = fmt.Errorf("build the fixture server: %w: %s", err, tail(out))

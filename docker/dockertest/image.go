@@ -14,11 +14,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -84,8 +84,11 @@ func RequireEngine(t testing.TB) {
 }
 
 func buildImage(name string, files []string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "deploy", name)
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "deploy", name)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var stderr bytes.Buffer
@@ -124,4 +127,25 @@ func tail(b []byte) string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
+}
+
+// repoRoot is the repository's top folder: the nearest folder above the
+// test's working directory (its package's folder) that holds the module's
+// go.mod. It does not depend on the source paths compiled into the binary,
+// which -trimpath removes.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module github.com/visorhq/visor\n")) {
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("dockertest: no folder above the working directory holds the visor module's go.mod")
+		}
+		dir = up
+	}
 }
