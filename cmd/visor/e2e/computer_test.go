@@ -204,6 +204,11 @@ func TestComputerUseOverMCP(t *testing.T) {
 // certificate, sweeping every second.
 func computerWorker(t *testing.T, w *world, redisURL, id, image, pins, spki string, env ...string) *workerProc {
 	t.Helper()
+	t.Cleanup(func() { // what a failed test's killed worker left behind
+		if ids := sessionContainers(t, docker.LabelWorker+"="+id+"-browser"); len(ids) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
+		}
+	})
 	return startWorker(t, id, w.dbURL, redisURL, append([]string{"VISOR_COMPUTER_WORKER=true", "VISOR_COMPUTER_IMAGE=" + image, "VISOR_WORKER_ID=" + id,
 		"VISOR_COMPUTER_DEV_HOSTS=" + pins, "VISOR_COMPUTER_DEV_TRUST_SPKI=" + spki, "VISOR_COMPUTER_SWEEP_EVERY=1s"}, env...)...)
 }
