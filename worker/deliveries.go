@@ -47,7 +47,7 @@ type Deliveries struct {
 	Log   *slog.Logger
 
 	claiming lifecycle.Base
-	slots    chan struct{}
+	slots    *slots
 	// work is the attempts' context: it ends when the drain runs out.
 	work     context.Context
 	abort    context.CancelFunc
@@ -91,7 +91,7 @@ func (d *Deliveries) Start(ctx context.Context) error {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	d.slots = make(chan struct{}, o.Concurrency)
+	d.slots = newSlots(o.Concurrency)
 	d.work, d.abort = context.WithCancel(context.WithoutCancel(ctx))
 	loops := make([]func(context.Context), o.Claimers)
 	for i := range loops {
@@ -147,24 +147,25 @@ func (d *Deliveries) loop(ctx context.Context) {
 }
 
 // claim leases one set of due wake-ups, as many as attempts may start (at
-// most Batch), and starts their attempts. It reports whether the set came
-// back full, so more may be due.
+// most Batch), and starts their attempts. It waits until a quarter of the
+// attempts in flight (or a Batch) may start, so that under a burst the
+// sets stay large instead of one claim per finished push. It reports
+// whether the set came back full, so more may be due.
 func (d *Deliveries) claim(ctx context.Context) bool {
-	n := d.acquire(ctx, d.Options.Batch)
+	o := d.Options
+	n := d.slots.acquire(ctx, max(1, min(o.Batch, o.Concurrency/4)), o.Batch)
 	if n == 0 {
 		return false
 	}
 	// The claim runs to its end even when Stop comes meanwhile: a lease
 	// taken is always attempted (or released), never left to expire.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	ls, err := d.Rounds.ClaimDue(cctx, d.Worker, n, d.Options.Lease)
+	ls, err := d.Rounds.ClaimDue(cctx, d.Worker, n, o.Lease)
 	cancel()
 	if err != nil {
 		d.Log.ErrorContext(ctx, "claim due wake-ups", "err", err)
 	}
-	for range n - len(ls) {
-		<-d.slots
-	}
+	d.slots.release(n - len(ls))
 	for _, l := range ls {
 		d.inflight.Add(1)
 		go d.attempt(l)
@@ -172,35 +173,57 @@ func (d *Deliveries) claim(ctx context.Context) bool {
 	return err == nil && len(ls) == n
 }
 
-// acquire takes up to max free attempt slots, waiting for one when none
-// is free; 0 when ctx ends first.
-func (d *Deliveries) acquire(ctx context.Context, max int) int {
-	select {
-	case d.slots <- struct{}{}:
-	case <-ctx.Done():
-		return 0
-	}
-	n := 1
-	for n < max {
-		select {
-		case d.slots <- struct{}{}:
-			n++
-		default:
+// slots counts the attempts that may still start.
+type slots struct {
+	mu   sync.Mutex
+	free int
+	// freed is closed (and replaced) when slots are released.
+	freed chan struct{}
+}
+
+func newSlots(n int) *slots { return &slots{free: n, freed: make(chan struct{})} }
+
+// acquire waits until at least least slots are free (or ctx ends: 0) and
+// takes up to most of them.
+func (s *slots) acquire(ctx context.Context, least, most int) int {
+	for {
+		s.mu.Lock()
+		if s.free >= least {
+			n := min(s.free, most)
+			s.free -= n
+			s.mu.Unlock()
 			return n
 		}
+		freed := s.freed
+		s.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return 0
+		}
 	}
-	return n
+}
+
+func (s *slots) release(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.free += n
+	close(s.freed)
+	s.freed = make(chan struct{})
+	s.mu.Unlock()
 }
 
 // attempt makes one leased wake-up's attempt and records its outcome.
 func (d *Deliveries) attempt(l rounds.Lease) {
 	defer d.inflight.Done()
-	defer func() { <-d.slots }()
 	o := d.Options
 	ctx, cancel := context.WithTimeout(d.work, o.Limit)
 	n := l.Wakeup.Attempts + 1
 	out := d.Rounds.Attempt(ctx, l, n >= o.Attempts)
 	cancel()
+	d.slots.release(1) // the push is done; its outcome joins the next recorded set
 	switch {
 	case out.State == "" && d.work.Err() != nil:
 		// Stopped in the middle of it: another worker attempts it again.

@@ -325,18 +325,21 @@ func (s *RoundsStore) ClaimDue(ctx context.Context, worker string, max int, leas
 
 // claimDue ($1 the most to claim, $2 the worker, $3 the lease in
 // seconds). The due wake-ups are found through wakeups_due (queued, by
-// next attempt), each leased row is updated by its primary key, and what
-// it joins is read through its own LIMIT 1 lookup by primary key, every
-// one within the wake-up's tenant: right after a burst of inserts the
-// statistics are stale, and a join whose order the planner picks from
-// them scanned a tenant's every task per row.
+// next attempt) and locked; each is then updated where it lies (its ctid,
+// which cannot change while the lock is held; the key is checked too, so
+// a row that moved is left for the next claim), as a join on the key was
+// planned as a hash join over a scan of the whole table. What each joins
+// is read through its own LIMIT 1 lookup by primary key, every one within
+// the wake-up's tenant: right after a burst of inserts the statistics are
+// stale, and a join whose order the planner picks from them scanned a
+// tenant's every task per row.
 const claimDue = `WITH due AS (
-		SELECT tenant_id, id FROM wakeups
+		SELECT ctid, tenant_id, id FROM wakeups
 		WHERE state = 'queued' AND next_attempt_at <= now()
 		ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED
 	), leased AS (
 		UPDATE wakeups w SET leased_by = $2, next_attempt_at = now() + make_interval(secs => $3)
-		FROM due WHERE w.tenant_id = due.tenant_id AND w.id = due.id
+		FROM due WHERE w.ctid = due.ctid AND w.tenant_id = due.tenant_id AND w.id = due.id
 		RETURNING w.*
 	)
 	SELECT ` + wakeupCols + `, t.slug, a.status = 'active', k.status IN ('done', 'cancelled'),

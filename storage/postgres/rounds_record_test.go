@@ -114,3 +114,41 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// TestClaimDueFindsItsRowsWithoutScanningTheTable: right after a burst,
+// with stale statistics, the claim still finds due wake-ups through
+// wakeups_due and updates each where it lies (a TID scan), never with a
+// scan of the whole table, and reads what each joins by key.
+func TestClaimDueFindsItsRowsWithoutScanningTheTable(t *testing.T) {
+	t.Parallel()
+	f := boardSetup(t)
+	ctx := context.Background()
+	rs := postgres.NewRoundsStore(f.db, nil)
+	a := seedAcmeRound(t, f, rs)
+	_, err := f.db.Pool.Exec(ctx, `ANALYZE wakeups`)
+	require.NoError(t, err)
+	_, err = f.db.Pool.Exec(ctx, `INSERT INTO wakeups (tenant_id, id, agent_id, task_id, reason, state)
+		SELECT $1, gen_random_uuid(), $2, $3, 'reminder', 'queued' FROM generate_series(1, 5000)`,
+		f.a.ID, f.agentA.ID, a.wakeup.TaskID)
+	require.NoError(t, err)
+
+	conn, err := f.db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `PREPARE claim_due(int, text, float8) AS `+postgres.ClaimDue)
+	require.NoError(t, err)
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF) EXECUTE claim_due(500, 'worker-a', 120)`)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	plan := strings.Join(lines, "\n")
+	require.Contains(t, plan, "wakeups_due", "due wake-ups are found through their index:\n%s", plan)
+	require.Contains(t, plan, "Tid Scan on wakeups", "each is updated where it lies:\n%s", plan)
+	require.NotContains(t, plan, "Seq Scan on wakeups", plan)
+	require.Contains(t, plan, "rows=500 loops=1", plan)
+}
