@@ -155,3 +155,39 @@ func TestJobsFromBeforeTheClaimersDeliverOnce(t *testing.T) {
 	})
 	require.Len(t, e.rcv.deliveries(), 1, "delivered once")
 }
+
+// TestLostWorkersLeasesAreReleased: the worker that finds another lost
+// releases the wake-ups leased to it, in every tenant, due at once and
+// with no attempt counted; a live worker's leases are left alone.
+func TestLostWorkersLeasesAreReleased(t *testing.T) {
+	t.Parallel()
+	e := newRoundsEnv(t, false)
+	e.runner.Stop()
+	lost := []uuid.UUID{e.wake(t, e.acme, e.ada.ID, rounds.Assigned).ID, e.wake(t, e.globex, e.gil.ID, rounds.Assigned).ID}
+	live := e.wake(t, e.acme, e.bob.ID, rounds.Assigned).ID
+	_, err := e.db.Pool.Exec(e.ctx, `UPDATE wakeups SET next_attempt_at = now() + interval '1 hour', attempts = 1,
+		leased_by = CASE WHEN id = $1 THEN 'worker-c' ELSE 'worker-a' END`, live)
+	require.NoError(t, err)
+	_, err = e.db.Pool.Exec(e.ctx, `INSERT INTO worker_heartbeats (id, beat_at) VALUES ('worker-a', now() - interval '1 minute')`)
+	require.NoError(t, err)
+
+	startHold(t, e.db, worker.Options{Logger: slog.New(slog.DiscardHandler), ID: "worker-b", LostAfter: time.Second})
+	testsignal.Until(t, 15*time.Second, 10*time.Millisecond, "worker a's leases released", func() bool {
+		var n int
+		require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM wakeups WHERE leased_by = 'worker-a'`).Scan(&n))
+		return n == 0
+	})
+	for _, id := range lost {
+		var attempts int
+		var due bool
+		require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT attempts, next_attempt_at <= now() FROM wakeups WHERE id = $1 AND state = 'queued'`,
+			id).Scan(&attempts, &due))
+		require.Equal(t, 1, attempts, "no attempt counted")
+		require.True(t, due, "due again at once")
+	}
+	var holder string
+	var due bool
+	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT leased_by, next_attempt_at <= now() FROM wakeups WHERE id = $1`, live).Scan(&holder, &due))
+	require.Equal(t, "worker-c", holder, "a live worker's lease stays")
+	require.False(t, due)
+}
