@@ -104,7 +104,7 @@ type DueFirer interface {
 }
 
 // Dispatcher fires due routines and reminders: each run writes its task
-// and wake-up, whose delivery job the queue then works. Any number of
+// and wake-up, which the claimers (Deliveries) then deliver. Any number of
 // worker processes may run one, each with Claimers passes writing sets at
 // once; rows are locked and skipped, so each run is written once.
 type Dispatcher struct {

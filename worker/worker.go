@@ -1,8 +1,9 @@
-// Package worker runs Visor's background jobs on River, the Postgres-backed
-// queue: delivering round wake-ups to AI employee runtimes (rounds.go),
-// responsibility wake-ups and question pushes (responsibilities.go) and
-// scheduled runs claimed in sets (ticks.go), and
-// housekeeping (expired OAuth rows, long-revoked API keys, old wake-ups).
+// Package worker runs Visor's background work: round wake-ups delivered to
+// AI employee runtimes and scheduled responsibility runs, both claimed in
+// sets from their tables (deliveries.go, ticks.go), and jobs on River, the
+// Postgres-backed queue: responsibility wake-ups and question pushes
+// (responsibilities.go) and housekeeping (expired OAuth rows, long-revoked
+// API keys, old wake-ups).
 // Script runs and browser sessions do not use River: the worker plane hands
 // them to sandbox and computer workers over Redis. Each area adds its job
 // kinds and periodic jobs to a Registry; cmd/visor builds the Registry and either runs it (`visor

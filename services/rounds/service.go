@@ -53,8 +53,8 @@ type Store interface {
 	// Failed counts a failed push attempt with its error; dead makes the
 	// wake-up a dead letter.
 	Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error
-	// Requeue moves a dead letter back to queued and enqueues its delivery
-	// job in the same transaction; fault.Conflict when it is not dead.
+	// Requeue moves a dead letter back to queued, due at once with its
+	// attempts starting over; fault.Conflict when it is not dead.
 	Requeue(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, error)
 	// Claim hands out up to max ready wake-ups of the employee, oldest
 	// first, marking them handed_out and storing the round token token
@@ -199,8 +199,8 @@ func (s *Service) Wakeup(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, e
 	return s.cfg.Store.Wakeup(ctx, tenantID, id)
 }
 
-// Retry sends a dead letter again: it is queued with a new delivery job
-// and its attempts start over. Conflict when it is not a dead letter.
+// Retry sends a dead letter again: it is queued, due at once, and its
+// attempts start over. Conflict when it is not a dead letter.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, error) {
 	return s.cfg.Store.Requeue(ctx, tenantID, id)
 }

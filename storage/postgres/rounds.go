@@ -25,8 +25,9 @@ type RoundsStore struct {
 
 var _ rounds.Store = (*RoundsStore)(nil)
 
-// NewRoundsStore returns the rounds store on db; queue enqueues the
-// delivery job of a retried dead letter (nil: none is enqueued).
+// NewRoundsStore returns the rounds store on db; queue, when not nil, is
+// told of a retried dead letter in its transaction (delivery needs none:
+// workers claim queued wake-ups from their table).
 func NewRoundsStore(db *DB, queue JobQueue) *RoundsStore { return &RoundsStore{db: db, queue: queue} }
 
 const endpointCols = `id, tenant_id, agent_id, url, created_at, updated_at`
@@ -196,7 +197,8 @@ func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg st
 	return err
 }
 
-// Requeue moves a dead letter back to queued with a new delivery job.
+// Requeue moves a dead letter back to queued, due at once and leased to
+// no one, its attempts starting over.
 func (s *RoundsStore) Requeue(ctx context.Context, tenantID, id uuid.UUID) (w rounds.Wakeup, err error) {
 	defer fault.Wrap(&err, "retry wake-up")
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
