@@ -191,3 +191,29 @@ func TestLostWorkersLeasesAreReleased(t *testing.T) {
 	require.Equal(t, "worker-c", holder, "a live worker's lease stays")
 	require.False(t, due)
 }
+
+// TestClaimedWakeupsWithNothingToDeliverAreCancelled: a wake-up whose task
+// was finished or whose employee went to the trash before its claim is
+// cancelled, not pushed; without an endpoint it turns ready.
+func TestClaimedWakeupsWithNothingToDeliverAreCancelled(t *testing.T) {
+	t.Parallel()
+	e := newRoundsEnv(t, false)
+	e.runner.Stop()
+	_, secret, err := e.svc.SetEndpoint(e.ctx, e.acme.ID, uuid.Nil, e.rcv.srv.URL+"/hook")
+	require.NoError(t, err)
+	e.rcv.setKey(secret)
+	finished := e.wake(t, e.acme, e.ada.ID, rounds.Assigned)
+	_, err = e.db.Pool.Exec(e.ctx, `UPDATE tasks SET status = 'done', finished_at = now() WHERE tenant_id = $1 AND id = $2`,
+		e.acme.ID, finished.TaskID)
+	require.NoError(t, err)
+	trashed := e.wake(t, e.acme, e.bob.ID, rounds.Assigned)
+	_, err = e.db.Pool.Exec(e.ctx, `UPDATE agents SET status = 'trashed' WHERE tenant_id = $1 AND id = $2`, e.acme.ID, e.bob.ID)
+	require.NoError(t, err)
+	pulled := e.wake(t, e.globex, e.gil.ID, rounds.Assigned) // globex has no endpoint
+
+	e.deliveryRunner(t, "worker-a", time.Minute)
+	e.waitState(t, e.acme, finished.ID, rounds.Cancelled)
+	e.waitState(t, e.acme, trashed.ID, rounds.Cancelled)
+	e.waitState(t, e.globex, pulled.ID, rounds.Ready)
+	require.Empty(t, e.rcv.deliveries(), "nothing pushed")
+}
