@@ -53,9 +53,6 @@ func (e *responsibilityEnv) burstWorkers(b *testing.B) (report func()) {
 		r, err := worker.NewRunner(db.Pool, reg, worker.Options{Logger: slog.New(slog.DiscardHandler), DrainTimeout: 5 * time.Second})
 		require.NoError(b, err)
 		jobs.Client = r.Client()
-		ins, err := worker.NewInserter(db.Pool, slog.New(slog.DiscardHandler)) // as `visor worker` wires it: rounds are delivered elsewhere here
-		require.NoError(b, err)
-		store.SetQueue(worker.WakeupQueue{Client: ins})
 		require.NoError(b, r.Start(e.ctx))
 		b.Cleanup(r.Stop)
 		d := &worker.TickDispatcher{Responsibilities: svc, Batch: batch, Claimers: claimers, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}

@@ -7,6 +7,9 @@ import "context"
 // running keep running until Stop.
 func (r *Runner) Freeze() {
 	r.beat.frozen.Store(true)
+	for _, p := range r.planes {
+		p.Freeze()
+	}
 	r.beating()
 	<-r.beaten
 	// Stop stops fetching at once and returns when r.Stop cancels the

@@ -9,15 +9,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // heartbeat keeps this worker's row in worker_heartbeats fresh and watches
 // the others'. River's own rescuer hands a killed worker's running jobs on
-// only after their timeout and the rescue delay (minutes); the heartbeat
-// notices the death within lostAfter and resumes the jobs at once: a
-// delivery goes out again with the same webhook-id, a tick fires again.
+// only after their timeout and the rescue delay (minutes), and a lease on
+// a wake-up ends after minutes too; the heartbeat notices the death within
+// lostAfter and resumes the jobs and releases the leases at once: a
+// delivery goes out again with the same webhook-id, a job runs again.
 type heartbeat struct {
 	pool      *pgxpool.Pool
 	id        string
@@ -88,49 +90,95 @@ func (h *heartbeat) beat(ctx context.Context, registered bool) bool {
 }
 
 // resume deletes the rows of workers silent for lostAfter and, in the same
-// statement, makes the jobs each was running available again (with an
-// error entry naming it). Of several workers looking at once, the one whose
-// delete wins resumes them.
+// transaction, makes the jobs each was running available again (with an
+// error entry naming it) and releases the wake-ups it held leased (due at
+// once, no attempt counted). Of several workers looking at once, the one
+// whose delete wins resumes them.
 func (h *heartbeat) resume(ctx context.Context) {
-	rows, err := h.pool.Query(ctx, `WITH lost AS (
-			DELETE FROM worker_heartbeats WHERE beat_at < now() - make_interval(secs => $1) AND id <> $2 RETURNING id
-		), resumed AS (
-			UPDATE river_job j SET state = 'available', scheduled_at = now(),
-				errors = array_append(coalesce(j.errors, '{}'), jsonb_build_object('at', now(), 'attempt', j.attempt,
-					'error', 'worker ' || lost.id || ' was lost (no heartbeat) while running this job; resumed', 'trace', ''))
-			FROM lost WHERE j.state = 'running' AND j.attempted_by[cardinality(j.attempted_by)] = lost.id
-			RETURNING lost.id AS worker, j.kind
-		)
-		SELECT lost.id, count(resumed.kind), coalesce(array_agg(DISTINCT resumed.kind) FILTER (WHERE resumed.kind IS NOT NULL), '{}')
-		FROM lost LEFT JOIN resumed ON resumed.worker = lost.id GROUP BY lost.id`, h.lostAfter.Seconds(), h.id)
+	var found []lostWorker
+	err := pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, resumeLost, h.lostAfter.Seconds(), h.id)
+		if err != nil {
+			return err
+		}
+		found, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (lostWorker, error) {
+			var l lostWorker
+			return l, r.Scan(&l.id, &l.jobs, &l.kinds)
+		})
+		if err != nil || len(found) == 0 {
+			return err
+		}
+		ids := make([]string, len(found))
+		for i, l := range found {
+			ids[i] = l.id
+		}
+		rows, err = tx.Query(ctx, releaseLeases, ids)
+		if err != nil {
+			return err
+		}
+		released, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+			Worker string
+			N      int
+		}])
+		for _, r := range released {
+			for i := range found {
+				if found[i].id == r.Worker {
+					found[i].wakeups = r.N
+				}
+			}
+		}
+		return err
+	})
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("look for lost workers", "err", err)
 		}
 		return
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var lost string
-		var n int
-		var kinds []string
-		if err := rows.Scan(&lost, &n, &kinds); err != nil {
-			h.log.Warn("look for lost workers", "err", err)
-			return
-		}
-		h.log.Warn("worker lost: no heartbeat; its running jobs were resumed", "lost_worker", lost, "jobs", n, "kinds", kinds,
-			"lost_after", h.lostAfter.String(), "by", h.id)
-		h.m.lost(lost, n)
-	}
-	if err := rows.Err(); err != nil && ctx.Err() == nil {
-		h.log.Warn("look for lost workers", "err", err)
+	for _, l := range found {
+		h.log.Warn("worker lost: no heartbeat; its running jobs and leased deliveries were resumed", "lost_worker", l.id,
+			"jobs", l.jobs, "kinds", l.kinds, "wakeups", l.wakeups, "lost_after", h.lostAfter.String(), "by", h.id)
+		h.m.lost(l.id, l.jobs, l.wakeups)
 	}
 }
+
+// lostWorker is one worker found lost, with what was resumed of it.
+type lostWorker struct {
+	id      string
+	jobs    int
+	kinds   []string
+	wakeups int
+}
+
+// resumeLost deletes the rows of workers silent for $1 seconds (other
+// than $2, the caller) and makes their running jobs available again.
+const resumeLost = `WITH lost AS (
+		DELETE FROM worker_heartbeats WHERE beat_at < now() - make_interval(secs => $1) AND id <> $2 RETURNING id
+	), resumed AS (
+		UPDATE river_job j SET state = 'available', scheduled_at = now(),
+			errors = array_append(coalesce(j.errors, '{}'), jsonb_build_object('at', now(), 'attempt', j.attempt,
+				'error', 'worker ' || lost.id || ' was lost (no heartbeat) while running this job; resumed', 'trace', ''))
+		FROM lost WHERE j.state = 'running' AND j.attempted_by[cardinality(j.attempted_by)] = lost.id
+		RETURNING lost.id AS worker, j.kind
+	)
+	SELECT lost.id, count(resumed.kind), coalesce(array_agg(DISTINCT resumed.kind) FILTER (WHERE resumed.kind IS NOT NULL), '{}')
+	FROM lost LEFT JOIN resumed ON resumed.worker = lost.id GROUP BY lost.id`
+
+// releaseLeases releases the wake-ups leased to the workers $1, in every
+// tenant (workers are the deployment's): each is due again at once.
+const releaseLeases = `WITH released AS (
+		UPDATE wakeups w SET leased_by = NULL, next_attempt_at = now()
+		FROM unnest($1::text[]) AS lost(worker)
+		WHERE w.state = 'queued' AND w.leased_by = lost.worker RETURNING lost.worker
+	)
+	SELECT lost.worker, count(released.worker)::int
+	FROM unnest($1::text[]) AS lost(worker) LEFT JOIN released ON released.worker = lost.worker GROUP BY lost.worker`
 
 // lostMetrics count lost workers and the jobs resumed from each.
 type lostMetrics struct {
 	workers *prometheus.CounterVec
 	jobs    *prometheus.CounterVec
+	wakeups *prometheus.CounterVec
 }
 
 func newLostMetrics(reg prometheus.Registerer) *lostMetrics {
@@ -142,15 +190,19 @@ func newLostMetrics(reg prometheus.Registerer) *lostMetrics {
 			Name: "visor_worker_lost_total", Help: "Workers this worker declared lost (no heartbeat), by lost worker."}, []string{"lost_worker"}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "visor_worker_resumed_jobs_total", Help: "Running jobs of lost workers this worker put back to work, by lost worker."}, []string{"lost_worker"}),
+		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "visor_worker_released_wakeups_total", Help: "Wake-ups leased to lost workers that this worker released for delivery, by lost worker."},
+			[]string{"lost_worker"}),
 	}
-	reg.MustRegister(m.workers, m.jobs)
+	reg.MustRegister(m.workers, m.jobs, m.wakeups)
 	return m
 }
 
-func (m *lostMetrics) lost(worker string, jobs int) {
+func (m *lostMetrics) lost(worker string, jobs, wakeups int) {
 	if m == nil {
 		return
 	}
 	m.workers.WithLabelValues(worker).Inc()
 	m.jobs.WithLabelValues(worker).Add(float64(jobs))
+	m.wakeups.WithLabelValues(worker).Add(float64(wakeups))
 }

@@ -97,7 +97,7 @@ func TestLostWorkersJobsAreResumed(t *testing.T) {
 		FROM river_job WHERE id = $1`, res.Job.ID).Scan(&attemptedBy, &errs))
 	require.Equal(t, []string{"worker-a", "worker-b"}, attemptedBy)
 	require.Equal(t, []string{"worker worker-a was lost (no heartbeat) while running this job; resumed"}, errs)
-	require.Contains(t, logs.String(), `"msg":"worker lost: no heartbeat; its running jobs were resumed","lost_worker":"worker-a","jobs":1`)
+	require.Contains(t, logs.String(), `"msg":"worker lost: no heartbeat; its running jobs and leased deliveries were resumed","lost_worker":"worker-a","jobs":1`)
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	got := map[string]float64{}
@@ -106,7 +106,8 @@ func TestLostWorkersJobsAreResumed(t *testing.T) {
 			got[mf.GetName()+"/"+m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
 		}
 	}
-	require.Equal(t, map[string]float64{"visor_worker_lost_total/worker-a": 1, "visor_worker_resumed_jobs_total/worker-a": 1}, got)
+	require.Equal(t, map[string]float64{"visor_worker_lost_total/worker-a": 1, "visor_worker_resumed_jobs_total/worker-a": 1,
+		"visor_worker_released_wakeups_total/worker-a": 0}, got)
 	var rows int
 	require.NoError(t, db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM worker_heartbeats WHERE id = 'worker-a'`).Scan(&rows))
 	require.Zero(t, rows, "the lost worker's row is gone")
@@ -114,7 +115,9 @@ func TestLostWorkersJobsAreResumed(t *testing.T) {
 
 // TestResumedDeliveryKeepsItsWebhookID: a push whose worker is lost in
 // the middle of it goes out again from another worker with the same
-// webhook-id, and the wake-up is delivered once the receiver answers.
+// webhook-id, and the wake-up is delivered once the receiver answers. The
+// worker that resumed it logs and counts the lost worker and its released
+// wake-up; the lost worker's late answer changes nothing.
 func TestResumedDeliveryKeepsItsWebhookID(t *testing.T) {
 	t.Parallel()
 	e := newRoundsEnv(t, false)
@@ -131,18 +134,36 @@ func TestResumedDeliveryKeepsItsWebhookID(t *testing.T) {
 
 	jobs := worker.NewRegistry()
 	worker.RegisterRounds(jobs, e.svc, worker.RoundsOptions{})
-	b, err := worker.NewRunner(e.db.Pool, jobs, worker.Options{Logger: slog.New(slog.DiscardHandler), LostAfter: time.Second})
+	logs := &lockedBuffer{}
+	reg := prometheus.NewRegistry()
+	b, err := worker.NewRunner(e.db.Pool, jobs, worker.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), LostAfter: time.Second,
+		ID: "worker-b", Metrics: reg})
 	require.NoError(t, err)
 	require.NoError(t, b.Start(e.ctx))
 	t.Cleanup(b.Stop)
 	require.Eventually(t, func() bool { return len(e.rcv.deliveries()) == 2 }, 30*time.Second, 10*time.Millisecond,
 		"the lost worker's push was resumed")
 	close(hold)
-	e.waitState(t, e.acme, w.ID, rounds.Delivered)
-	got := e.rcv.deliveries()
-	require.Equal(t, w.ID.String(), got[0].id)
-	require.Equal(t, got[0].id, got[1].id, "the same webhook-id")
-	require.True(t, got[1].verified)
+	got := e.waitState(t, e.acme, w.ID, rounds.Delivered)
+	require.Equal(t, 1, got.Attempts, "the resumed attempt is the one counted")
+	d := e.rcv.deliveries()
+	require.Equal(t, w.ID.String(), d[0].id)
+	require.Equal(t, d[0].id, d[1].id, "the same webhook-id")
+	require.True(t, d[1].verified)
+
+	lost := e.runner.ID()
+	require.Contains(t, logs.String(), `"msg":"worker lost: no heartbeat; its running jobs and leased deliveries were resumed","lost_worker":"`+lost+`"`)
+	require.Contains(t, logs.String(), `"wakeups":1`)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	counts := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			counts[mf.GetName()+"/"+m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, 1.0, counts["visor_worker_lost_total/"+lost])
+	require.Equal(t, 1.0, counts["visor_worker_released_wakeups_total/"+lost])
 }
 
 // lockedBuffer is a log sink safe for the runners' goroutines.

@@ -2,13 +2,11 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/visorhq/visor/services/board"
@@ -16,12 +14,13 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 )
 
-// RoundsQueue is the queue wake-ups are delivered on, apart from other
-// jobs so a slow runtime never holds up housekeeping (and the reverse).
+// RoundsQueue is the queue delivery jobs were worked on before wake-ups
+// were claimed in sets; it remains for jobs an older replica inserts
+// during a rolling upgrade (DeliverWorker).
 const RoundsQueue = "rounds"
 
-// DeliverArgs is the job that delivers one wake-up. Every wake-up gets one
-// in the transaction that writes it; a retried dead letter gets another.
+// DeliverArgs is the job that delivered one wake-up before wake-ups were
+// claimed in sets. Visor no longer inserts it.
 type DeliverArgs struct {
 	TenantID uuid.UUID `json:"tenant_id"`
 	WakeupID uuid.UUID `json:"wakeup_id"`
@@ -34,31 +33,6 @@ func (DeliverArgs) Kind() string { return "deliver_wakeup" }
 // becomes a dead letter (about two and a half hours with Backoff).
 const DeliveryAttempts = 12
 
-// WakeupQueue enqueues delivery jobs inside the caller's transaction
-// (storage/postgres.JobQueue).
-type WakeupQueue struct {
-	Client      *river.Client[pgx.Tx]
-	MaxAttempts int // DeliveryAttempts if zero
-}
-
-// EnqueueTx inserts one delivery job per wake-up in tx.
-func (q WakeupQueue) EnqueueTx(ctx context.Context, tx pgx.Tx, ws []rounds.Wakeup) error {
-	if len(ws) == 0 {
-		return nil
-	}
-	attempts := q.MaxAttempts
-	if attempts <= 0 {
-		attempts = DeliveryAttempts
-	}
-	params := make([]river.InsertManyParams, len(ws))
-	for i, w := range ws {
-		params[i] = river.InsertManyParams{Args: DeliverArgs{TenantID: w.TenantID, WakeupID: w.ID},
-			InsertOpts: &river.InsertOpts{Queue: RoundsQueue, MaxAttempts: attempts}}
-	}
-	_, err := q.Client.InsertManyTx(ctx, tx, params)
-	return err
-}
-
 // Backoff is the wait before retry n (1 after the first failure): 5 s
 // doubling up to an hour, with a fifth of jitter either way.
 func Backoff(n int) time.Duration {
@@ -70,69 +44,58 @@ func Backoff(n int) time.Duration {
 	return d + time.Duration((rand.Float64()-0.5)*0.4*float64(d))
 }
 
-// DeliverWorker works DeliverArgs through the rounds service.
+// DeliverWorker completes the deliver_wakeup jobs an older replica may
+// still insert while a deployment upgrades: their wake-ups are queued
+// like any other and the claimers (Deliveries) deliver them, so the job
+// itself pushes nothing. (The migration that introduced the claimers
+// moved the jobs pending then onto their wake-ups.)
 type DeliverWorker struct {
 	river.WorkerDefaults[DeliverArgs]
-	Rounds *rounds.Service
-	// Backoff is the wait before retry n (Backoff if nil).
-	Backoff func(n int) time.Duration
-	// Limit bounds one attempt (the push's own timeout plus margin).
-	Limit time.Duration
 }
 
-// Work makes one delivery attempt. A permanent failure cancels the job
-// (the wake-up is already a dead letter); others are retried until the
-// last attempt.
-func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
-	final := job.Attempt >= job.MaxAttempts
-	err := w.Rounds.Deliver(ctx, job.Args.TenantID, job.Args.WakeupID, final)
-	if errors.Is(err, rounds.ErrPermanent) {
-		return river.JobCancel(err)
-	}
-	return err
-}
+// Work completes the job; the wake-up is delivered by the claimers.
+func (w *DeliverWorker) Work(context.Context, *river.Job[DeliverArgs]) error { return nil }
 
-// NextRetry schedules the next attempt.
-func (w *DeliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
-	b := w.Backoff
-	if b == nil {
-		b = Backoff
-	}
-	return time.Now().Add(b(job.Attempt))
-}
-
-// Timeout bounds one attempt.
-func (w *DeliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration {
-	if w.Limit > 0 {
-		return w.Limit
-	}
-	return 30 * time.Second
-}
-
-// RoundsOptions configure the round jobs.
+// RoundsOptions configure the delivery of wake-ups (Deliveries).
 type RoundsOptions struct {
-	Concurrency int // deliveries at once per worker process (DefaultRoundsConcurrency if zero)
-	Backoff     func(int) time.Duration
-	Limit       time.Duration // one attempt's bound
-	// Every is how often the dispatcher looks for due routines and
-	// reminders (250 ms if zero).
-	Every time.Duration
+	// Concurrency bounds the delivery attempts one worker process has in
+	// flight (DefaultRoundsConcurrency if zero).
+	Concurrency int
+	// Claimers, Batch and Every: how many claim loops, the most one claim
+	// takes, and how often an idle loop looks (DefaultDeliveryClaimers,
+	// DefaultDeliveryBatch, DefaultDeliveryEvery if zero).
+	Claimers int
+	Batch    int
+	Every    time.Duration
+	// Lease is how long a claimed wake-up stays with its worker before
+	// another may take it (DefaultDeliveryLease if zero); it must outlast
+	// Limit.
+	Lease time.Duration
+	// Limit bounds one attempt, from its claim to the push's answer (30 s
+	// if zero).
+	Limit time.Duration
+	// Attempts is the attempts before a dead letter (DeliveryAttempts if
+	// zero).
+	Attempts int
+	// Backoff is the wait before retry n (Backoff if nil).
+	Backoff func(int) time.Duration
 }
 
-// DefaultRoundsConcurrency is how many deliveries one worker process
-// runs at once. A delivery mostly waits (for its set's statements, for a
-// slot of its endpoint's limit, for the runtime's answer) and holds no
-// database connection while it does, so it is high: the more deliveries
-// wait together, the larger the sets their statements are shared by.
+// DefaultRoundsConcurrency is how many delivery attempts one worker
+// process has in flight. An attempt mostly waits (for a slot of its
+// endpoint's limit, for the runtime's answer, for its outcome's shared
+// statement) and holds no database connection while it does.
 const DefaultRoundsConcurrency = 200
 
-// RegisterRounds adds the delivery job and its queue to reg.
+// RegisterRounds adds the delivery of wake-ups to reg: claimers that the
+// runner starts under its worker id, and the completion of old delivery
+// jobs.
 func RegisterRounds(reg *Registry, svc *rounds.Service, o RoundsOptions) {
-	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultRoundsConcurrency
-	}
-	river.AddWorker(reg.Workers(), &DeliverWorker{Rounds: svc, Backoff: o.Backoff, Limit: o.Limit})
-	reg.AddQueue(RoundsQueue, o.Concurrency)
+	river.AddWorker(reg.Workers(), &DeliverWorker{})
+	reg.AddQueue(RoundsQueue, 2)
+	reg.addPlane(func(id string, log *slog.Logger, drain time.Duration) plane {
+		return &Deliveries{Rounds: svc, Worker: id, Options: o, Drain: drain, Log: log.With("area", "rounds")}
+	})
 }
 
 // DueFirer writes the runs of due routines and reminders (board.Service).
@@ -141,7 +104,7 @@ type DueFirer interface {
 }
 
 // Dispatcher fires due routines and reminders: each run writes its task
-// and wake-up, whose delivery job the queue then works. Any number of
+// and wake-up, which the claimers (Deliveries) then deliver. Any number of
 // worker processes may run one, each with Claimers passes writing sets at
 // once; rows are locked and skipped, so each run is written once.
 type Dispatcher struct {

@@ -75,28 +75,31 @@ func TestDispatcherRunsRoutinesInTheTenantsTimeZone(t *testing.T) {
 	got, err := e.boardStore.Routine(e.ctx, tn.ID, r.ID)
 	require.NoError(t, err)
 	require.True(t, got.NextRunAt.Equal(*r.NextRunAt), "the next run is the next 09:00 in Tokyo: %s", got.NextRunAt)
-	// The routine's next run is tomorrow, so only a second delivery job for
-	// this slot could still arrive; once every delivery job is done, none
-	// can.
-	testsignal.Until(t, 20*time.Second, 20*time.Millisecond, "every delivery job finished", func() bool {
+	// The routine's next run is tomorrow, so only a second wake-up for
+	// this slot could still arrive; once none is queued, none can.
+	testsignal.Until(t, 20*time.Second, 20*time.Millisecond, "every wake-up settled", func() bool {
 		var left int
-		require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job WHERE kind = 'deliver_wakeup'
-			AND state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&left))
+		require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM wakeups WHERE state = 'queued'`).Scan(&left))
 		return left == 0
 	})
-	require.Len(t, e.rcv.deliveries(), 1, "one slot, one run")
+	var runs int
+	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM wakeups WHERE tenant_id = $1 AND reason = 'routine'`, tn.ID).Scan(&runs))
+	require.Equal(t, 1, runs, "one slot, one run")
+	require.Len(t, e.rcv.deliveries(), 1, "one slot, one delivery")
 }
 
 // BenchmarkWakeupLateness schedules VISOR_BENCH_REMINDERS (1,000)
 // reminders due VISOR_BENCH_EVERY_MS (10) apart (0: all at the same
 // instant) and measures, for each, the time from its due time to its
 // receipt by a webhook receiver on loopback: the dispatcher (every 250 ms,
-// as in `visor worker`) writes each reminder's task and wake-up with its
-// delivery job, River works the jobs on the rounds queue, each push mints
-// a round token and POSTs the signed payload over TLS through the guarded
-// client. The deliveries run in a worker process of their own, as `visor
-// worker` runs: a pool of VISOR_BENCH_POOL (40) connections and the rounds
-// queue at VISOR_BENCH_CONCURRENCY (20), the endpoint limit at
+// as in `visor worker`) writes each reminder's task and wake-up, the
+// claimers lease sets of due wake-ups, each push mints a round token and
+// POSTs the signed payload over TLS through the guarded client. The
+// deliveries run in a worker process of their own, as `visor worker`
+// runs: a pool of VISOR_BENCH_POOL (40) connections, at most
+// VISOR_BENCH_CONCURRENCY (worker.DefaultRoundsConcurrency) attempts in
+// flight, VISOR_BENCH_CLAIMERS claim loops taking sets of up to
+// VISOR_BENCH_BATCH (the defaults), the endpoint limit at
 // VISOR_BENCH_ENDPOINT_LIMIT (rounds.DefaultEndpointLimit). It reports the
 // lateness at p50, p99 and max, the deliveries a second after the first
 // due time, and the settings and load average.
@@ -106,20 +109,27 @@ func BenchmarkWakeupLateness(b *testing.B) {
 	}
 }
 
+// deliveryClaimers are the claim loops and the set size of the benchmarks'
+// deliveries: VISOR_BENCH_CLAIMERS and VISOR_BENCH_BATCH, else the
+// defaults.
+func deliveryClaimers() (claimers, batch int) {
+	return benchEnv("VISOR_BENCH_CLAIMERS", worker.DefaultDeliveryClaimers), benchEnv("VISOR_BENCH_BATCH", worker.DefaultDeliveryBatch)
+}
+
 // deliveryWorker stops e's runner and starts a worker process of its own
 // pool of size connections: its rounds service (endpoint limit limit),
-// board and dispatcher, and its runner with the rounds queue at conc.
+// board and dispatcher, and its runner with conc attempts in flight.
 func (e *roundsEnv) deliveryWorker(b *testing.B, size, conc, limit int) {
 	b.Helper()
+	claimers, batch := deliveryClaimers()
 	e.runner.Stop()
 	db, err := postgres.Open(e.ctx, e.db.Pool.Config().ConnString(), func(c *pgxpool.Config) { c.MaxConns = int32(size) })
 	require.NoError(b, err)
 	b.Cleanup(db.Close)
 	log := slog.New(slog.DiscardHandler)
 	idStore := postgres.NewIdentityStore(db)
-	queue := &worker.WakeupQueue{}
-	boardStore := postgres.NewBoardStore(db, queue)
-	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, queue), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
+	boardStore := postgres.NewBoardStore(db, nil)
+	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
 		HTTP: egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 10 * time.Second,
 			IdleConnsPerHost: limit}),
 		DevHosts: []string{"127.0.0.1"}, MCPURL: func(slug string) string { return "https://visor.test/t/" + slug + "/mcp" }, Logger: log,
@@ -127,10 +137,10 @@ func (e *roundsEnv) deliveryWorker(b *testing.B, size, conc, limit int) {
 	bs := board.NewService(board.Deps{Store: boardStore, Relations: agents.NewDelegation(idStore), Directory: idStore,
 		Staff: e.ids, Rounds: svc, Logger: log})
 	reg := worker.NewRegistry()
-	worker.RegisterRounds(reg, svc, worker.RoundsOptions{Concurrency: conc, Backoff: func(int) time.Duration { return 100 * time.Millisecond }})
+	worker.RegisterRounds(reg, svc, worker.RoundsOptions{Concurrency: conc, Claimers: claimers, Batch: batch,
+		Backoff: func(int) time.Duration { return 100 * time.Millisecond }})
 	r, err := worker.NewRunner(db.Pool, reg, worker.Options{Logger: log, DrainTimeout: 5 * time.Second})
 	require.NoError(b, err)
-	queue.Client = r.Client()
 	require.NoError(b, r.Start(e.ctx))
 	b.Cleanup(r.Stop)
 	d := &worker.Dispatcher{Board: bs, Log: log}
@@ -196,7 +206,10 @@ func lateness(b *testing.B) {
 	b.ReportMetric(float64(pmax)/float64(time.Millisecond), "max-ms")
 	b.ReportMetric(float64(n)/took.Seconds(), "deliveries/s")
 	b.ReportMetric(float64(size), "pool-conns")
-	b.ReportMetric(float64(conc), "queue-concurrency")
+	b.ReportMetric(float64(conc), "in-flight")
+	claimers, batch := deliveryClaimers()
+	b.ReportMetric(float64(claimers), "claimers")
+	b.ReportMetric(float64(batch), "claim-batch")
 	b.ReportMetric(float64(limit), "endpoint-limit")
 	b.ReportMetric(loadStart, "load-start")
 	b.ReportMetric(loadAverage(), "load-end")
@@ -251,7 +264,7 @@ func pullLateness(b *testing.B) {
 	b.ReportMetric(ms(late[n*99/100]), "p99-ms")
 	b.ReportMetric(ms(late[n-1]), "max-ms")
 	b.ReportMetric(float64(size), "pool-conns")
-	b.ReportMetric(float64(conc), "queue-concurrency")
+	b.ReportMetric(float64(conc), "in-flight")
 	b.ReportMetric(loadStart, "load-start")
 	b.ReportMetric(loadAverage(), "load-end")
 }

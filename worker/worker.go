@@ -1,8 +1,9 @@
-// Package worker runs Visor's background jobs on River, the Postgres-backed
-// queue: delivering round wake-ups to AI employee runtimes (rounds.go),
-// responsibility wake-ups and question pushes (responsibilities.go) and
-// scheduled runs claimed in sets (ticks.go), and
-// housekeeping (expired OAuth rows, long-revoked API keys, old wake-ups).
+// Package worker runs Visor's background work: round wake-ups delivered to
+// AI employee runtimes and scheduled responsibility runs, both claimed in
+// sets from their tables (deliveries.go, ticks.go), and jobs on River, the
+// Postgres-backed queue: responsibility wake-ups and question pushes
+// (responsibilities.go) and housekeeping (expired OAuth rows, long-revoked
+// API keys, old wake-ups).
 // Script runs and browser sessions do not use River: the worker plane hands
 // them to sandbox and computer workers over Redis. Each area adds its job
 // kinds and periodic jobs to a Registry; cmd/visor builds the Registry and either runs it (`visor
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +33,22 @@ type Registry struct {
 	workers  *river.Workers
 	periodic []*river.PeriodicJob
 	queues   map[string]int
+	planes   []func(id string, log *slog.Logger, drain time.Duration) plane
+}
+
+// plane is work a Runner runs beside its jobs under its worker id (the
+// claimers of Deliveries): started after the heartbeat, stopped before it.
+type plane interface {
+	lifecycle.Service
+	// Freeze stops taking new work and leaves the work in flight running,
+	// as a stalled process would (tests).
+	Freeze()
+}
+
+// addPlane adds work the Runner builds with its id, logger and drain
+// timeout.
+func (r *Registry) addPlane(p func(id string, log *slog.Logger, drain time.Duration) plane) {
+	r.planes = append(r.planes, p)
 }
 
 // NewRegistry returns a Registry with the default queue.
@@ -80,6 +98,7 @@ type Runner struct {
 	drain  time.Duration
 	life   lifecycle.Base
 	beat   *heartbeat
+	planes []plane
 	// beating ends the heartbeat, after the jobs drained; beaten is closed
 	// when it has removed its row.
 	beating context.CancelFunc
@@ -115,7 +134,11 @@ func NewRunner(pool *pgxpool.Pool, reg *Registry, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("configure job runner: %w", err)
 	}
 	hb := &heartbeat{pool: pool, id: o.ID, lostAfter: o.LostAfter, log: o.Logger, m: newLostMetrics(o.Metrics)}
-	return &Runner{client: c, log: o.Logger, drain: o.DrainTimeout, beat: hb}, nil
+	r := &Runner{client: c, log: o.Logger, drain: o.DrainTimeout, beat: hb}
+	for _, p := range reg.planes {
+		r.planes = append(r.planes, p(o.ID, o.Logger, o.DrainTimeout))
+	}
+	return r, nil
 }
 
 // ID returns the name this worker runs under (River's attempted_by).
@@ -158,19 +181,30 @@ func (r *Runner) Start(ctx context.Context) error {
 		return fmt.Errorf("start job runner: %w", err)
 	}
 	r.life.OnStop(r.stop)
+	for _, p := range r.planes {
+		if err := p.Start(rctx); err != nil {
+			return fmt.Errorf("start job runner: %w", err)
+		}
+	}
 	r.log.Info("job runner started", "worker", r.beat.id)
 	return nil
 }
 
-// Stop stops fetching and waits up to the drain timeout for running jobs
-// to finish, then cancels those still running (their context ends) and
-// waits for them to return. It is safe to call twice.
+// Stop stops fetching and claiming and waits up to the drain timeout for
+// running jobs and deliveries to finish, then cancels those still running
+// (their context ends; deliveries are released) and waits for them to
+// return. It is safe to call twice.
 func (r *Runner) Stop() { r.life.Stop() }
 
 func (r *Runner) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.drain)
 	defer cancel()
 	defer func() { r.beating(); <-r.beaten }()
+	var planes sync.WaitGroup
+	for _, p := range r.planes {
+		planes.Go(p.Stop)
+	}
+	defer planes.Wait()
 	err := r.client.Stop(ctx)
 	if ctx.Err() != nil {
 		r.log.Warn("job runner drain timed out; cancelling running jobs")

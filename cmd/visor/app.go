@@ -11,9 +11,11 @@ import (
 
 	"github.com/exaring/otelpgx"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/riverqueue/river"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/visorhq/visor/auth/oauth"
@@ -65,10 +67,11 @@ type app struct {
 	knowledge *knowledge.Service
 	// workspace is the employees' workspaces and their tools.
 	workspace *workspace.Service
-	// rounds delivers wake-ups to runtimes; jobs enqueues their delivery
-	// jobs; bell wakes this replica's long-polls.
+	// rounds delivers wake-ups to runtimes (the workers' claimers take them
+	// from their table); jobs inserts River jobs (responsibilities'); bell
+	// wakes this replica's long-polls.
 	rounds *rounds.Service
-	jobs   worker.WakeupQueue
+	jobs   *river.Client[pgx.Tx]
 	bell   *rounds.Bell
 	// life holds what the command started and opened; Close stops it all,
 	// newest first.
@@ -167,8 +170,7 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 	}
 	a.board = a.newBoard()
 	rs := postgres.NewResponsibilityStore(a.db)
-	rs.SetQueue(a.jobs)
-	rs.SetJobs(worker.ResponsibilityJobs{Client: a.jobs.Client})
+	rs.SetJobs(worker.ResponsibilityJobs{Client: a.jobs})
 	a.responsibilities = responsibilities.NewService(rs, agents.NewDelegation(a.stores.identity))
 	a.responsibilities.SetQuestions(rs)
 	a.responsibilities.SetSchedules(rs)

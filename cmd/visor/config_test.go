@@ -121,3 +121,31 @@ func emptyMigrated(t *testing.T) string {
 	require.NoError(t, runCmd(t, testEnv(t, url), "migrate", "up").err)
 	return url
 }
+
+// TestDeliveryClaimConfig: the claimers' settings have their documented
+// defaults; a lease shorter than an attempt (the webhook timeout and a
+// margin) is refused, naming the floor.
+func TestDeliveryClaimConfig(t *testing.T) {
+	t.Parallel()
+	c, err := LoadConfig(func(string) string { return "" })
+	require.NoError(t, err)
+	require.Equal(t, 2, c.Rounds.Claimers)
+	require.Equal(t, 500, c.Rounds.ClaimBatch)
+	require.Equal(t, 100*time.Millisecond, c.Rounds.ClaimEvery)
+	require.Equal(t, 2*time.Minute, c.Rounds.Lease)
+
+	env := map[string]string{"VISOR_WORKER_ROUNDS_CLAIMERS": "4", "VISOR_WORKER_ROUNDS_BATCH": "200",
+		"VISOR_WORKER_ROUNDS_POLL": "50ms", "VISOR_WEBHOOK_TIMEOUT": "5s", "VISOR_WORKER_ROUNDS_LEASE": "20s"}
+	c, err = LoadConfig(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, []any{4, 200, 50 * time.Millisecond, 20 * time.Second},
+		[]any{c.Rounds.Claimers, c.Rounds.ClaimBatch, c.Rounds.ClaimEvery, c.Rounds.Lease})
+
+	env = map[string]string{"VISOR_WORKER_ROUNDS_CLAIMERS": "0", "VISOR_WORKER_ROUNDS_BATCH": "lots",
+		"VISOR_WORKER_ROUNDS_POLL": "1ms", "VISOR_WORKER_ROUNDS_LEASE": "20s"}
+	_, err = LoadConfig(func(k string) string { return env[k] })
+	require.ErrorContains(t, err, `VISOR_WORKER_ROUNDS_CLAIMERS: "0" must be a number 1-64`)
+	require.ErrorContains(t, err, `VISOR_WORKER_ROUNDS_BATCH: "lots" must be a number 1-10000`)
+	require.ErrorContains(t, err, `VISOR_WORKER_ROUNDS_POLL: "1ms" must be a duration between 10ms and 1m`)
+	require.ErrorContains(t, err, `VISOR_WORKER_ROUNDS_LEASE: "20s" must be a duration of at least 25s (VISOR_WEBHOOK_TIMEOUT and 15s)`)
+}

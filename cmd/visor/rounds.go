@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,11 @@ type RoundsConfig struct {
 	Timeout     time.Duration  // VISOR_WEBHOOK_TIMEOUT
 	RoundTTL    time.Duration  // VISOR_ROUND_TTL
 	RescueAfter time.Duration  // VISOR_WORKER_RESCUE_AFTER
+	// The claimers of `visor worker` that lease due wake-ups in sets.
+	Claimers   int           // VISOR_WORKER_ROUNDS_CLAIMERS
+	ClaimBatch int           // VISOR_WORKER_ROUNDS_BATCH
+	ClaimEvery time.Duration // VISOR_WORKER_ROUNDS_POLL
+	Lease      time.Duration // VISOR_WORKER_ROUNDS_LEASE
 }
 
 func loadRoundsConfig(get func(string) string, bad func(name, format string, args ...any)) RoundsConfig {
@@ -57,17 +63,47 @@ func loadRoundsConfig(get func(string) string, bad func(name, format string, arg
 	if c.RescueAfter, err = time.ParseDuration(get("VISOR_WORKER_RESCUE_AFTER")); err != nil || c.RescueAfter < time.Second {
 		bad("VISOR_WORKER_RESCUE_AFTER", "%q must be a duration of at least 1s, like 2m", get("VISOR_WORKER_RESCUE_AFTER"))
 	}
+	loadClaimConfig(&c, get, bad)
 	return c
 }
 
-// newRounds builds the delivery of rounds: the job inserter whose queue
-// the board's writes enqueue deliveries on, the rounds store and service.
+// loadClaimConfig reads the settings of the claimers that lease due
+// wake-ups. A lease must outlast an attempt (the webhook timeout and a
+// margin), or a slow push would be taken over while it runs.
+func loadClaimConfig(c *RoundsConfig, get func(string) string, bad func(name, format string, args ...any)) {
+	num := func(name string, lo, hi int) int {
+		n, err := strconv.Atoi(get(name))
+		if err != nil || n < lo || n > hi {
+			bad(name, "%q must be a number %d-%d", get(name), lo, hi)
+		}
+		return n
+	}
+	c.Claimers = num("VISOR_WORKER_ROUNDS_CLAIMERS", 1, 64)
+	c.ClaimBatch = num("VISOR_WORKER_ROUNDS_BATCH", 1, 10_000)
+	var err error
+	if c.ClaimEvery, err = time.ParseDuration(get("VISOR_WORKER_ROUNDS_POLL")); err != nil || c.ClaimEvery < 10*time.Millisecond || c.ClaimEvery > time.Minute {
+		bad("VISOR_WORKER_ROUNDS_POLL", "%q must be a duration between 10ms and 1m, like 100ms", get("VISOR_WORKER_ROUNDS_POLL"))
+	}
+	floor := c.attemptLimit() + 10*time.Second
+	if c.Lease, err = time.ParseDuration(get("VISOR_WORKER_ROUNDS_LEASE")); err != nil || c.Lease < floor || c.Lease > time.Hour {
+		bad("VISOR_WORKER_ROUNDS_LEASE", "%q must be a duration of at least %s (VISOR_WEBHOOK_TIMEOUT and 15s) and at most 1h, like 2m",
+			get("VISOR_WORKER_ROUNDS_LEASE"), floor)
+	}
+}
+
+// attemptLimit bounds one delivery attempt: the webhook's own timeout and
+// a margin for the wait for a free push to its endpoint.
+func (c RoundsConfig) attemptLimit() time.Duration { return c.Timeout + 5*time.Second }
+
+// newRounds builds the delivery of rounds: the job inserter (the jobs of
+// responsibilities), the rounds store and service. Wake-ups need no job:
+// the workers' claimers take them from their table.
 func (a *app) newRounds() error {
 	ins, err := worker.NewInserter(a.db.Pool, a.log)
 	if err != nil {
 		return err
 	}
-	a.jobs = worker.WakeupQueue{Client: ins}
+	a.jobs = ins
 	base := a.cfg.BaseURL
 	if base == "" {
 		_, port, _ := net.SplitHostPort(a.cfg.HTTPAddr)
@@ -78,7 +114,7 @@ func (a *app) newRounds() error {
 	minter := auth.NewRounds(a.stores.credentials, a.stores.identity)
 	minter.Changes = a.publisher()
 	a.bell = rounds.NewBell()
-	a.stores.rounds = postgres.NewRoundsStore(a.db, a.jobs)
+	a.stores.rounds = postgres.NewRoundsStore(a.db, nil)
 	a.rounds = rounds.NewService(rounds.Config{
 		Store: a.stores.rounds, Minter: minter,
 		HTTP: egress.New(egress.Config{AllowPrivateHosts: rc.DevHosts, RootCAs: rc.RootCAs, Timeout: rc.Timeout,
@@ -108,10 +144,13 @@ func (a *app) mountRuntime(ctx context.Context, s *server.Server, resolver *auth
 	return nil
 }
 
-// registerRoundJobs adds the delivery job; startDispatcher fires due
-// routines and reminders in a worker process.
+// registerRoundJobs adds the delivery of wake-ups (claimed in sets under
+// the runner's worker id); startDispatcher fires due routines and
+// reminders in a worker process.
 func (a *app) registerRoundJobs(reg *worker.Registry) {
-	worker.RegisterRounds(reg, a.rounds, worker.RoundsOptions{Limit: a.cfg.Rounds.Timeout + 5*time.Second, Concurrency: a.cfg.Scale.RoundsConcurrency})
+	rc := a.cfg.Rounds
+	worker.RegisterRounds(reg, a.rounds, worker.RoundsOptions{Limit: rc.attemptLimit(), Concurrency: a.cfg.Scale.RoundsConcurrency,
+		Claimers: rc.Claimers, Batch: rc.ClaimBatch, Every: rc.ClaimEvery, Lease: rc.Lease})
 	worker.RegisterWakeupPrune(reg, a.stores.rounds)
 }
 

@@ -13,7 +13,7 @@ const DefaultEndpointLimit = 16
 
 // gates bounds the pushes in flight per endpoint, so a worker that runs
 // many deliveries at once never floods one runtime: a push past the
-// limit waits for a slot (its job's timeout bounds the wait).
+// limit waits for a slot (its attempt's timeout bounds the wait).
 type gates struct {
 	limit int
 	mu    sync.Mutex

@@ -47,7 +47,7 @@ type State string
 
 // Delivery states.
 const (
-	Queued    State = "queued"     // a delivery job is pending
+	Queued    State = "queued"     // waiting for a delivery attempt, which a worker claims
 	Ready     State = "ready"      // no push endpoint: waiting for the runtime's long-poll
 	HandedOut State = "handed_out" // a long-poll took it
 	Delivered State = "delivered"  // a webhook receiver accepted it

@@ -53,8 +53,8 @@ type Store interface {
 	// Failed counts a failed push attempt with its error; dead makes the
 	// wake-up a dead letter.
 	Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error
-	// Requeue moves a dead letter back to queued and enqueues its delivery
-	// job in the same transaction; fault.Conflict when it is not dead.
+	// Requeue moves a dead letter back to queued, due at once with its
+	// attempts starting over; fault.Conflict when it is not dead.
 	Requeue(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, error)
 	// Claim hands out up to max ready wake-ups of the employee, oldest
 	// first, marking them handed_out and storing the round token token
@@ -64,35 +64,6 @@ type Store interface {
 	// EndRounds revokes the live round tokens of the task (for agentID, or
 	// every employee when uuid.Nil) and cancels its pending wake-ups.
 	EndRounds(ctx context.Context, tenantID, taskID, agentID uuid.UUID) (revoked int64, err error)
-}
-
-// Key names one wake-up of one tenant.
-type Key struct{ TenantID, ID uuid.UUID }
-
-// Outcome is what one delivery attempt came to, to record on a still
-// queued wake-up: State Delivered, Ready or Cancelled settles it; an
-// empty State is a failed push, counted with its Error, and Dead makes
-// the wake-up a dead letter.
-type Outcome struct {
-	TenantID, ID uuid.UUID
-	State        State
-	Error        string
-	Dead         bool
-}
-
-// BatchStore lets concurrent deliveries share their statements. A Store
-// that implements it has Deliver read targets, store round tokens and
-// record outcomes a set at a time; one that does not is used a wake-up
-// at a time.
-type BatchStore interface {
-	// Targets reads the targets of keys in one go; a key whose wake-up
-	// (or tenant) does not exist is absent from the map.
-	Targets(ctx context.Context, keys []Key) (map[Key]Target, error)
-	// AddRoundTokens stores round tokens made with Minter.Prepare.
-	AddRoundTokens(ctx context.Context, rts []credentials.RoundToken) error
-	// Record records outcomes, each on its wake-up only while it is still
-	// queued (as Settle and Failed do).
-	Record(ctx context.Context, outs []Outcome) error
 }
 
 // Minter mints round tokens (auth.Rounds): Mint stores the token, Prepare
@@ -138,19 +109,11 @@ type Service struct {
 	now   func() time.Time
 	bell  *Bell
 	gates *gates
-	// prep and rec share the statements of concurrent deliveries when
-	// the store is a BatchStore (nil otherwise).
-	batch BatchStore
-	prep  *group[Key, prepared]
-	rec   *group[Outcome, struct{}]
-}
-
-// prepared is a wake-up's target with, when it is to be pushed, its
-// round already minted.
-type prepared struct {
-	found bool
-	tg    Target
-	round Round
+	// leases and rec deliver claimed wake-ups when the store is a
+	// LeaseStore (nil otherwise); rec shares the statement that records
+	// the outcomes of concurrent deliveries.
+	leases LeaseStore
+	rec    *group[Outcome, struct{}]
 }
 
 // NewService returns the rounds service.
@@ -165,9 +128,8 @@ func NewService(cfg Config) *Service {
 		cfg.Changes = changes.Discard{}
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, now: time.Now, gates: newGates(cfg.EndpointLimit)}
-	if b, ok := cfg.Store.(BatchStore); ok {
-		s.batch = b
-		s.prep = newGroup(s.prepare)
+	if l, ok := cfg.Store.(LeaseStore); ok {
+		s.leases = l
 		s.rec = newGroup(s.record)
 	}
 	return s
@@ -237,8 +199,8 @@ func (s *Service) Wakeup(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, e
 	return s.cfg.Store.Wakeup(ctx, tenantID, id)
 }
 
-// Retry sends a dead letter again: it is queued with a new delivery job
-// and its attempts start over. Conflict when it is not a dead letter.
+// Retry sends a dead letter again: it is queued, due at once, and its
+// attempts start over. Conflict when it is not a dead letter.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, error) {
 	return s.cfg.Store.Requeue(ctx, tenantID, id)
 }
@@ -257,163 +219,6 @@ func (s *Service) EndRounds(ctx context.Context, tenantID, taskID, agentID uuid.
 		_ = s.cfg.Changes.Publish(ctx, changes.Event{TenantID: tenantID, Kind: changes.KeyChanged})
 	}
 	return nil
-}
-
-// ErrPermanent marks a delivery failure that retrying cannot fix (the
-// endpoint's address is refused, or it redirects): the wake-up becomes a
-// dead letter at once.
-var ErrPermanent = errors.New("permanent delivery failure")
-
-// Deliver makes one delivery attempt of a queued wake-up. A wake-up no
-// longer queued is left alone, so a job run twice delivers once more at
-// most. Without a push endpoint the wake-up turns ready for the long-poll;
-// when the employee is gone or the task finished it is cancelled. A failed
-// push is counted and returned, for the queue to retry; on the final
-// attempt (or a permanent failure, wrapping ErrPermanent) the wake-up
-// becomes a dead letter.
-func (s *Service) Deliver(ctx context.Context, tenantID, id uuid.UUID, final bool) (err error) {
-	if final {
-		// Whatever fails on the last attempt (the database too), the
-		// wake-up ends a dead letter, never queued with no job left.
-		// Failed touches only a still-queued wake-up, so this is a no-op
-		// when the push failure already made it one.
-		defer func() {
-			if err != nil {
-				_ = s.cfg.Store.Failed(context.WithoutCancel(ctx), tenantID, id, err.Error(), true)
-			}
-		}()
-	}
-	if s.batch != nil {
-		return s.deliverInSet(ctx, tenantID, id, final)
-	}
-	tg, err := s.cfg.Store.Target(ctx, tenantID, id)
-	if fault.Is(err, fault.NotFound) {
-		return nil // deleted with its task, employee or tenant
-	}
-	if err != nil {
-		return err
-	}
-	if tg.Wakeup.State != Queued {
-		return nil
-	}
-	switch {
-	case !tg.AgentActive || tg.TaskFinished:
-		_, err = s.cfg.Store.Settle(ctx, tenantID, id, Cancelled)
-		return err
-	case tg.Endpoint == nil:
-		_, err = s.cfg.Store.Settle(ctx, tenantID, id, Ready)
-		return err
-	}
-	pushErr := s.push(ctx, tg)
-	if pushErr == nil {
-		_, err = s.cfg.Store.Settle(ctx, tenantID, id, Delivered)
-		return err
-	}
-	dead := final || errors.Is(pushErr, ErrPermanent)
-	if err := s.cfg.Store.Failed(ctx, tenantID, id, pushErr.Error(), dead); err != nil {
-		return errors.Join(pushErr, err)
-	}
-	if dead {
-		s.log.WarnContext(ctx, "wake-up is a dead letter", "tenant", tenantID, "wakeup", id, "err", pushErr)
-	}
-	return pushErr
-}
-
-// deliverInSet is Deliver with the database work shared by the
-// deliveries running at the same time: their targets are read, their
-// round tokens stored and their outcomes recorded a set at a time, while
-// each push goes out on its own (under the endpoint's limit).
-func (s *Service) deliverInSet(ctx context.Context, tenantID, id uuid.UUID, final bool) error {
-	pr, err := s.prep.do(ctx, Key{TenantID: tenantID, ID: id})
-	if err != nil || !pr.found {
-		return err // not found: deleted with its task, employee or tenant
-	}
-	tg := pr.tg
-	out := Outcome{TenantID: tenantID, ID: id}
-	switch {
-	case tg.Wakeup.State != Queued:
-		return nil
-	case !tg.AgentActive || tg.TaskFinished:
-		out.State = Cancelled
-	case tg.Endpoint == nil:
-		out.State = Ready
-	}
-	if out.State != "" {
-		_, err := s.rec.do(ctx, out)
-		return err
-	}
-	pushErr := s.send(ctx, tg, pr.round)
-	if pushErr == nil {
-		out.State = Delivered
-		_, err := s.rec.do(ctx, out)
-		return err
-	}
-	out.Error, out.Dead = pushErr.Error(), final || errors.Is(pushErr, ErrPermanent)
-	if _, err := s.rec.do(ctx, out); err != nil {
-		return errors.Join(pushErr, err)
-	}
-	if out.Dead {
-		s.log.WarnContext(ctx, "wake-up is a dead letter", "tenant", tenantID, "wakeup", id, "err", pushErr)
-	}
-	return pushErr
-}
-
-// prepare reads a set's targets in one statement and stores the round
-// tokens of the wake-ups to push in another.
-func (s *Service) prepare(ctx context.Context, calls []*call[Key, prepared]) {
-	keys := make([]Key, len(calls))
-	for i, c := range calls {
-		keys[i] = c.in
-	}
-	tgs, err := s.batch.Targets(ctx, keys)
-	if err != nil {
-		for _, c := range calls {
-			c.err = err
-		}
-		return
-	}
-	var rts []credentials.RoundToken
-	var minted []*call[Key, prepared]
-	for _, c := range calls {
-		tg, ok := tgs[c.in]
-		c.out = prepared{found: ok, tg: tg}
-		w := tg.Wakeup
-		if !ok || w.State != Queued || !tg.AgentActive || tg.TaskFinished || tg.Endpoint == nil {
-			continue
-		}
-		rt, token := s.cfg.Minter.Prepare(w.TenantID, w.AgentID, w.TaskID, nil, s.cfg.RoundTTL)
-		c.out.round = Round{Token: token, ExpiresAt: rt.ExpiresAt, MCPURL: s.mcpURL(tg.TenantSlug)}
-		rts = append(rts, rt)
-		minted = append(minted, c)
-	}
-	if err := s.batch.AddRoundTokens(ctx, rts); err != nil {
-		for _, c := range minted {
-			c.err = fmt.Errorf("mint the round token: %w", err)
-		}
-	}
-}
-
-// record records a set's outcomes in one statement.
-func (s *Service) record(ctx context.Context, calls []*call[Outcome, struct{}]) {
-	outs := make([]Outcome, len(calls))
-	for i, c := range calls {
-		outs[i] = c.in
-	}
-	if err := s.batch.Record(ctx, outs); err != nil {
-		for _, c := range calls {
-			c.err = err
-		}
-	}
-}
-
-// push mints the round's token and posts the signed payload.
-func (s *Service) push(ctx context.Context, tg Target) error {
-	w := tg.Wakeup
-	rt, token, err := s.cfg.Minter.Mint(ctx, w.TenantID, w.AgentID, w.TaskID, nil, s.cfg.RoundTTL)
-	if err != nil {
-		return fmt.Errorf("mint the round token: %w", err)
-	}
-	return s.send(ctx, tg, Round{Token: token, ExpiresAt: rt.ExpiresAt, MCPURL: s.mcpURL(tg.TenantSlug)})
 }
 
 // send posts the signed payload of tg's wake-up with its round.

@@ -14,9 +14,10 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 )
 
-// JobQueue enqueues the delivery job of each wake-up in the transaction
-// that creates the wake-up, so a committed wake-up always has its job and
-// a rolled-back one never does.
+// JobQueue is told of the wake-ups a transaction writes, in that
+// transaction. Delivery needs none: a committed wake-up is queued and due,
+// and the workers' claimers take it from the wakeups table. Visor passes
+// nil; the hook remains for callers that want to act on new wake-ups.
 type JobQueue interface {
 	EnqueueTx(ctx context.Context, tx pgx.Tx, ws []rounds.Wakeup) error
 }
@@ -29,8 +30,8 @@ type BoardStore struct {
 
 var _ board.Store = (*BoardStore)(nil)
 
-// NewBoardStore returns the board store on db. queue may be nil: wake-ups
-// are then written without delivery jobs (tests of the board alone).
+// NewBoardStore returns the board store on db. queue may be nil (as Visor
+// passes it): wake-ups are written queued, for the claimers.
 func NewBoardStore(db *DB, queue JobQueue) *BoardStore { return &BoardStore{db: db, queue: queue} }
 
 const taskCols = `tenant_id, id, kind, title, description, acceptance_criteria, status, blocked_reason, parent_id,
@@ -101,7 +102,7 @@ func insertTask(ctx context.Context, q Querier, t *board.Task) error {
 	return mapErr(err, "task")
 }
 
-// writeEffects writes activity entries and wake-ups with their jobs.
+// writeEffects writes activity entries and wake-ups.
 func (s *BoardStore) writeEffects(ctx context.Context, tx pgx.Tx, fx board.Effects) error {
 	for i := range fx.Activity {
 		if err := insertActivity(ctx, tx, &fx.Activity[i]); err != nil {

@@ -38,3 +38,6 @@ func (l *AuditLog) Waiting() int {
 
 // RecordOutcome is the statement Record runs for each outcome.
 const RecordOutcome = recordOutcome
+
+// ClaimDue is the statement ClaimDue runs.
+const ClaimDue = claimDue

@@ -13,8 +13,8 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 )
 
-// SetQueue sets where the delivery jobs of runs' rounds are enqueued;
-// without one, rounds wait for the runtime's long-poll.
+// SetQueue sets the hook told of the wake-ups runs write (JobQueue);
+// delivery needs none, the workers' claimers take queued wake-ups.
 func (s *ResponsibilityStore) SetQueue(q JobQueue) { s.queue = q }
 
 // StartRun writes a run or a skip under the responsibility's row lock.

@@ -141,7 +141,7 @@ func readTickSet(ctx context.Context, tx pgx.Tx, now time.Time, due []responsibi
 }
 
 // writeTicks writes the set's outcomes: the open runs closed, the new
-// runs' tasks, rounds (and delivery jobs) and runs, the skips, the told
+// runs' tasks, rounds (queued wake-ups) and runs, the skips, the told
 // questions marked, and every claimed row's next tick.
 func (s *ResponsibilityStore) writeTicks(ctx context.Context, tx pgx.Tx, due []responsibilities.DueTick, out []responsibilities.TickOutcome) ([]responsibilities.Run, error) {
 	if len(out) != len(due) {

@@ -25,8 +25,9 @@ type RoundsStore struct {
 
 var _ rounds.Store = (*RoundsStore)(nil)
 
-// NewRoundsStore returns the rounds store on db; queue enqueues the
-// delivery job of a retried dead letter (nil: none is enqueued).
+// NewRoundsStore returns the rounds store on db; queue, when not nil, is
+// told of a retried dead letter in its transaction (delivery needs none:
+// workers claim queued wake-ups from their table).
 func NewRoundsStore(db *DB, queue JobQueue) *RoundsStore { return &RoundsStore{db: db, queue: queue} }
 
 const endpointCols = `id, tenant_id, agent_id, url, created_at, updated_at`
@@ -196,11 +197,13 @@ func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg st
 	return err
 }
 
-// Requeue moves a dead letter back to queued with a new delivery job.
+// Requeue moves a dead letter back to queued, due at once and leased to
+// no one, its attempts starting over.
 func (s *RoundsStore) Requeue(ctx context.Context, tenantID, id uuid.UUID) (w rounds.Wakeup, err error) {
 	defer fault.Wrap(&err, "retry wake-up")
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		w, err = scanWakeup(tx.QueryRow(ctx, `UPDATE wakeups w SET state = 'queued', attempts = 0, last_error = '', updated_at = now()
+		w, err = scanWakeup(tx.QueryRow(ctx, `UPDATE wakeups w SET state = 'queued', attempts = 0, last_error = '', updated_at = now(),
+				next_attempt_at = now(), leased_by = NULL
 			WHERE w.tenant_id = $1 AND w.id = $2 AND w.state = 'dead' RETURNING `+wakeupCols, tenantID, id))
 		if err == pgx.ErrNoRows {
 			cur, err := scanWakeup(tx.QueryRow(ctx, `SELECT `+wakeupCols+` FROM wakeups w WHERE w.tenant_id = $1 AND w.id = $2`, tenantID, id))
@@ -289,21 +292,20 @@ func (s *RoundsStore) PruneWakeups(ctx context.Context, cutoff time.Time) (int64
 	return tag.RowsAffected(), nil
 }
 
-var _ rounds.BatchStore = (*RoundsStore)(nil)
+var _ rounds.LeaseStore = (*RoundsStore)(nil)
 
-// Targets reads the targets of a set of wake-ups in one statement, each
-// joined within its own tenant.
-func (s *RoundsStore) Targets(ctx context.Context, keys []rounds.Key) (map[rounds.Key]rounds.Target, error) {
-	tenants, ids := make([]uuid.UUID, len(keys)), make([]uuid.UUID, len(keys))
-	for i, k := range keys {
-		tenants[i], ids[i] = k.TenantID, k.ID
-	}
-	rows, err := s.db.Pool.Query(ctx, `SELECT `+wakeupCols+targetsFrom, tenants, ids)
+// ClaimDue leases up to max due wake-ups to worker in one statement: it
+// locks them (skipping rows another claim holds), moves their next
+// attempt to the lease's end with the worker's name, and reads what each
+// push needs within the wake-up's own tenant. Wake-ups are claimed in
+// the order their attempts fell due.
+func (s *RoundsStore) ClaimDue(ctx context.Context, worker string, max int, lease time.Duration) ([]rounds.Target, error) {
+	rows, err := s.db.Pool.Query(ctx, claimDue, max, worker, lease.Seconds())
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make(map[rounds.Key]rounds.Target, len(keys))
+	var out []rounds.Target
 	for rows.Next() {
 		var tg rounds.Target
 		var epID, epAgent *uuid.UUID
@@ -318,10 +320,39 @@ func (s *RoundsStore) Targets(ctx context.Context, keys []rounds.Key) (map[round
 			tg.Endpoint = &rounds.Endpoint{ID: *epID, TenantID: w.TenantID, AgentID: deref(epAgent), URL: *epURL,
 				CreatedAt: *epCreated, UpdatedAt: *epUpdated}
 		}
-		out[rounds.Key{TenantID: w.TenantID, ID: w.ID}] = tg
+		out = append(out, tg)
 	}
 	return out, rows.Err()
 }
+
+// claimDue ($1 the most to claim, $2 the worker, $3 the lease in
+// seconds). The due wake-ups are found through wakeups_due (queued, by
+// next attempt) and locked; each is then updated where it lies (its ctid,
+// which cannot change while the lock is held; the key is checked too, so
+// a row that moved is left for the next claim), as a join on the key was
+// planned as a hash join over a scan of the whole table. What each joins
+// is read through its own LIMIT 1 lookup by primary key, every one within
+// the wake-up's tenant: right after a burst of inserts the statistics are
+// stale, and a join whose order the planner picks from them scanned a
+// tenant's every task per row.
+const claimDue = `WITH due AS (
+		SELECT ctid, tenant_id, id FROM wakeups
+		WHERE state = 'queued' AND next_attempt_at <= now()
+		ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED
+	), leased AS (
+		UPDATE wakeups w SET leased_by = $2, next_attempt_at = now() + make_interval(secs => $3)
+		FROM due WHERE w.ctid = due.ctid AND w.tenant_id = due.tenant_id AND w.id = due.id
+		RETURNING w.*
+	)
+	SELECT ` + wakeupCols + `, t.slug, a.status = 'active', k.status IN ('done', 'cancelled'),
+			e.id, e.agent_id, e.url, e.secret, e.created_at, e.updated_at
+		FROM leased w
+		CROSS JOIN LATERAL (SELECT slug FROM tenants t WHERE t.id = w.tenant_id LIMIT 1) t
+		CROSS JOIN LATERAL (SELECT status FROM agents a WHERE a.tenant_id = w.tenant_id AND a.id = w.agent_id LIMIT 1) a
+		CROSS JOIN LATERAL (SELECT status FROM tasks k WHERE k.tenant_id = w.tenant_id AND k.id = w.task_id LIMIT 1) k
+		LEFT JOIN LATERAL (SELECT * FROM runtime_endpoints e WHERE e.tenant_id = w.tenant_id
+			AND (e.agent_id = w.agent_id OR e.agent_id IS NULL) ORDER BY e.agent_id NULLS LAST LIMIT 1) e ON true
+		ORDER BY w.next_attempt_at, w.due_at`
 
 // AddRoundTokens stores a set of round tokens with one COPY.
 func (s *RoundsStore) AddRoundTokens(ctx context.Context, rts []credentials.RoundToken) error {
@@ -338,9 +369,9 @@ func (s *RoundsStore) AddRoundTokens(ctx context.Context, rts []credentials.Roun
 }
 
 // Record records a set of delivery outcomes in one round trip and one
-// transaction, each on its wake-up only while it is still queued: a
-// settled state as Settle does, a failed push as Failed does. Each
-// outcome is its own update by primary key (recordOutcome).
+// transaction, each on its wake-up only while it is still queued and
+// leased to the outcome's worker, and ends each lease. Each outcome is its
+// own update by primary key (recordOutcome).
 func (s *RoundsStore) Record(ctx context.Context, outs []rounds.Outcome) error {
 	if len(outs) == 0 {
 		return nil
@@ -348,43 +379,34 @@ func (s *RoundsStore) Record(ctx context.Context, outs []rounds.Outcome) error {
 	b := &pgx.Batch{}
 	for _, o := range outs {
 		msg := ""
-		if o.State == "" {
+		if o.State == "" && !o.Release {
 			msg = deliveryError(o.Error)
 		}
-		b.Queue(recordOutcome, o.TenantID, o.ID, string(o.State), msg, o.Dead)
+		var retry *time.Time
+		if !o.Retry.IsZero() {
+			retry = &o.Retry
+		}
+		b.Queue(recordOutcome, o.TenantID, o.ID, string(o.State), msg, o.Dead, o.Worker, retry, o.Release)
 	}
 	return s.db.Pool.SendBatch(ctx, b).Close()
 }
 
 // recordOutcome records one outcome ($3 the state, empty for a failed
-// push with $4 its error and $5 whether it is now a dead letter).
+// push with $4 its error, $5 whether it is now a dead letter and $7 when
+// it is due again; $8 releases the lease with no attempt counted) of the
+// lease of worker $6.
 //
-// The state test is written "(state = 'queued') IS TRUE" so that the
-// planner cannot prove from it the predicate of the partial index
-// wakeups_by_task (queued or ready) and looks the row up by its primary
-// key. Right after a burst the statistics say few wake-ups are queued, and
-// it then chose that index, on the tenant alone, and filtered every queued
-// wake-up of the tenant for the one wanted: ten thousand rows per outcome,
-// 30 ms each, in a burst of ten thousand. (An update of the whole set
-// joined to unnest did the same once per set, and was the largest share
-// of a burst's delivery time.)
-const recordOutcome = `UPDATE wakeups SET updated_at = now(),
-		state = CASE WHEN $3 <> '' THEN $3 WHEN $5 THEN 'dead' ELSE state END,
-		delivered_at = CASE WHEN $3 = 'delivered' THEN now() WHEN $3 <> '' THEN NULL ELSE delivered_at END,
-		attempts = attempts + CASE WHEN $3 IN ('delivered', '') THEN 1 ELSE 0 END,
-		last_error = CASE WHEN $3 = '' THEN $4 ELSE last_error END
-	WHERE tenant_id = $1 AND id = $2 AND (state = 'queued') IS TRUE`
-
-// targetsFrom reads each wanted wake-up and what it joins through its own
-// LIMIT 1 lookup by primary key: the planner cannot merge these into one
-// join whose order it picks from statistics, which are stale right after
-// a burst of inserts (it then scanned a tenant's every task per row).
-const targetsFrom = `, t.slug, a.status = 'active', k.status IN ('done', 'cancelled'),
-			e.id, e.agent_id, e.url, e.secret, e.created_at, e.updated_at
-		FROM unnest($1::uuid[], $2::uuid[]) AS want(tenant_id, id)
-		CROSS JOIN LATERAL (SELECT * FROM wakeups w WHERE w.tenant_id = want.tenant_id AND w.id = want.id LIMIT 1) w
-		CROSS JOIN LATERAL (SELECT slug FROM tenants t WHERE t.id = w.tenant_id LIMIT 1) t
-		CROSS JOIN LATERAL (SELECT status FROM agents a WHERE a.tenant_id = w.tenant_id AND a.id = w.agent_id LIMIT 1) a
-		CROSS JOIN LATERAL (SELECT status FROM tasks k WHERE k.tenant_id = w.tenant_id AND k.id = w.task_id LIMIT 1) k
-		LEFT JOIN LATERAL (SELECT * FROM runtime_endpoints e WHERE e.tenant_id = w.tenant_id
-			AND (e.agent_id = w.agent_id OR e.agent_id IS NULL) ORDER BY e.agent_id NULLS LAST LIMIT 1) e ON true`
+// The tests are written "(state = 'queued') IS TRUE" so that the planner
+// cannot prove from them the predicate of a partial index (wakeups_by_task,
+// wakeups_due) and looks the row up by its primary key. Right after a
+// burst the statistics say few wake-ups are queued, and it then chose
+// wakeups_by_task on the tenant alone and filtered every queued wake-up of
+// the tenant for the one wanted: ten thousand rows per outcome, 30 ms
+// each, in a burst of ten thousand.
+const recordOutcome = `UPDATE wakeups SET updated_at = now(), leased_by = NULL,
+		state = CASE WHEN $8 THEN state WHEN $3 <> '' THEN $3 WHEN $5 THEN 'dead' ELSE state END,
+		delivered_at = CASE WHEN $8 THEN delivered_at WHEN $3 = 'delivered' THEN now() WHEN $3 <> '' THEN NULL ELSE delivered_at END,
+		attempts = attempts + CASE WHEN NOT $8 AND $3 IN ('delivered', '') THEN 1 ELSE 0 END,
+		last_error = CASE WHEN NOT $8 AND $3 = '' THEN $4 ELSE last_error END,
+		next_attempt_at = CASE WHEN $8 THEN now() WHEN $3 = '' AND NOT $5 THEN coalesce($7, now()) ELSE next_attempt_at END
+	WHERE tenant_id = $1 AND id = $2 AND (state = 'queued') IS TRUE AND (leased_by = $6) IS TRUE`

@@ -4,10 +4,12 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/visorhq/visor/services/credentials"
@@ -149,47 +151,131 @@ func TestEveryRoundsStoreMethodIsTenantIsolated(t *testing.T) {
 	}
 }
 
-// TestRoundsBatchIsTenantIsolated: the set-at-a-time methods deliveries
-// use read and record a wake-up only under its own tenant. Tenant A's
-// wake-up is queued here (as a delivery finds it): asked for under tenant
-// B's id it is not read, and B's outcome for it changes nothing; under
-// A's own id it is read and recorded.
-func TestRoundsBatchIsTenantIsolated(t *testing.T) {
+// TestRoundsLeasesAreTenantIsolated: the statements deliveries use read
+// and record a wake-up only under its own tenant. A claim reads tenant
+// A's wake-up with A's slug, employee, task and endpoint, never tenant B's
+// default endpoint, even when A has none; an outcome recorded under
+// tenant B's id for A's wake-up changes nothing; under A's own id it is
+// recorded.
+func TestRoundsLeasesAreTenantIsolated(t *testing.T) {
 	t.Parallel()
 	f := boardSetup(t)
 	ctx := context.Background()
 	rs := postgres.NewRoundsStore(f.db, nil)
 	a := seedAcmeRound(t, f, rs)
-	_, err := f.db.Pool.Exec(ctx, `UPDATE wakeups SET state = 'queued' WHERE tenant_id = $1 AND id = $2`, f.a.ID, a.wakeup.ID)
+	def := rounds.Endpoint{ID: uuid.New(), TenantID: f.b.ID, URL: "https://globex.example.com/default"}
+	require.NoError(t, rs.PutEndpoint(ctx, &def, []byte("globex's key")))
+	queue := func() {
+		_, err := f.db.Pool.Exec(ctx, `UPDATE wakeups SET state = 'queued', next_attempt_at = now() - interval '1 second', leased_by = NULL
+			WHERE tenant_id = $1 AND id = $2`, f.a.ID, a.wakeup.ID)
+		require.NoError(t, err)
+	}
+	queue()
+	tgs, err := rs.ClaimDue(ctx, "worker-a", 10, time.Minute)
 	require.NoError(t, err)
+	require.Len(t, tgs, 1)
+	tg := tgs[0]
+	require.Equal(t, a.wakeup.ID, tg.Wakeup.ID)
+	require.Equal(t, f.a.ID, tg.Wakeup.TenantID)
+	require.Equal(t, f.a.Slug, tg.TenantSlug)
+	require.True(t, tg.AgentActive)
+	require.False(t, tg.TaskFinished)
+	require.Equal(t, a.endpoint.ID, tg.Endpoint.ID, "tenant A's employee's own endpoint")
+	require.Equal(t, []byte("acme's key"), tg.Secret)
 
-	asB := rounds.Key{TenantID: f.b.ID, ID: a.wakeup.ID}
-	asA := rounds.Key{TenantID: f.a.ID, ID: a.wakeup.ID}
-	tgs, err := rs.Targets(ctx, []rounds.Key{asB})
-	require.NoError(t, err)
-	require.Empty(t, tgs, "Targets read tenant A's wake-up under tenant B")
-	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.b.ID, ID: a.wakeup.ID, State: rounds.Delivered},
-		{TenantID: f.b.ID, ID: a.wakeup.ID, Error: "boom", Dead: true}}))
+	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.b.ID, ID: a.wakeup.ID, Worker: "worker-a", State: rounds.Delivered},
+		{TenantID: f.b.ID, ID: a.wakeup.ID, Worker: "worker-a", Error: "boom", Dead: true},
+		{TenantID: f.b.ID, ID: a.wakeup.ID, Worker: "worker-a", Release: true}}))
 	w, err := rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
 	require.NoError(t, err)
 	require.Equal(t, rounds.Queued, w.State, "Record under tenant B moved tenant A's wake-up")
 	require.Zero(t, w.Attempts)
-
-	tgs, err = rs.Targets(ctx, []rounds.Key{asB, asA})
+	again, err := rs.ClaimDue(ctx, "worker-b", 10, time.Minute)
 	require.NoError(t, err)
-	require.Len(t, tgs, 1)
-	require.Equal(t, []byte("acme's key"), tgs[asA].Secret)
-	require.Equal(t, a.endpoint.ID, tgs[asA].Endpoint.ID)
-	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.a.ID, ID: a.wakeup.ID, Error: "the runtime answered HTTP 503"}}))
+	require.Empty(t, again, "tenant B's release did not end tenant A's lease")
+
+	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.a.ID, ID: a.wakeup.ID, Worker: "worker-a", Error: "the runtime answered HTTP 503"}}))
 	w, err = rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
 	require.NoError(t, err)
 	require.Equal(t, rounds.Queued, w.State, "a failed push that is not the last leaves it queued")
 	require.Equal(t, 1, w.Attempts)
 	require.Equal(t, "the runtime answered HTTP 503", w.LastError)
-	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.a.ID, ID: a.wakeup.ID, State: rounds.Delivered}}))
+
+	// Without an endpoint of its own tenant, the wake-up has none: tenant
+	// B's default is not A's.
+	require.NoError(t, rs.DeleteEndpoint(ctx, f.a.ID, a.endpoint.ID))
+	queue()
+	tgs, err = rs.ClaimDue(ctx, "worker-a", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, tgs, 1)
+	require.Nil(t, tgs[0].Endpoint, "tenant B's default endpoint serves no wake-up of tenant A")
+	require.Empty(t, tgs[0].Secret)
+	require.NoError(t, rs.Record(ctx, []rounds.Outcome{{TenantID: f.a.ID, ID: a.wakeup.ID, Worker: "worker-a", State: rounds.Ready}}))
 	w, err = rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
 	require.NoError(t, err)
-	require.Equal(t, rounds.Delivered, w.State)
-	require.Equal(t, 2, w.Attempts)
-	require.NotNil(t, w.DeliveredAt)
+	require.Equal(t, rounds.Ready, w.State)
+}
+
+// TestClaimDueLeasesEachWakeupOnce: claims take only queued wake-ups
+// whose next attempt is due, oldest due first; concurrent claims never
+// take the same one; a leased wake-up is not claimed again until its lease
+// runs out, and then it is.
+func TestClaimDueLeasesEachWakeupOnce(t *testing.T) {
+	t.Parallel()
+	f := boardSetup(t)
+	ctx := context.Background()
+	rs := postgres.NewRoundsStore(f.db, nil)
+	a := seedAcmeRound(t, f, rs) // ready: not claimed
+	_, err := f.db.Pool.Exec(ctx, `INSERT INTO wakeups (tenant_id, id, agent_id, task_id, reason, state, next_attempt_at)
+		SELECT $1, gen_random_uuid(), $2, $3, 'reminder', 'queued', now() - make_interval(secs => i)
+		FROM generate_series(1, 300) i`, f.a.ID, f.agentA.ID, a.wakeup.TaskID)
+	require.NoError(t, err)
+	later := rounds.New(f.a.ID, f.agentA.ID, a.wakeup.TaskID, rounds.Message)
+	_, err = f.db.Pool.Exec(ctx, `INSERT INTO wakeups (tenant_id, id, agent_id, task_id, reason, state, next_attempt_at)
+		VALUES ($1, $2, $3, $4, 'message', 'queued', now() + interval '1 hour')`, f.a.ID, later.ID, f.agentA.ID, a.wakeup.TaskID)
+	require.NoError(t, err)
+
+	first, err := rs.ClaimDue(ctx, "worker-a", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	var oldest uuid.UUID
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT id FROM wakeups WHERE tenant_id = $1 AND leased_by = 'worker-a'`, f.a.ID).Scan(&oldest))
+	require.Equal(t, oldest, first[0].Wakeup.ID)
+
+	var mu sync.Mutex
+	seen := map[uuid.UUID]string{first[0].Wakeup.ID: "worker-a"}
+	var wg sync.WaitGroup
+	for _, worker := range []string{"worker-b", "worker-c", "worker-d"} {
+		wg.Go(func() {
+			for {
+				tgs, err := rs.ClaimDue(ctx, worker, 40, time.Minute)
+				if !assert.NoError(t, err) || len(tgs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tg := range tgs {
+					assert.Empty(t, seen[tg.Wakeup.ID], "wake-up %s claimed twice", tg.Wakeup.ID)
+					seen[tg.Wakeup.ID] = worker
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, seen, 300, "every due wake-up claimed once")
+	require.NotContains(t, seen, later.ID, "not due yet")
+	require.NotContains(t, seen, a.wakeup.ID, "not queued")
+	var leased int
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM wakeups WHERE tenant_id = $1 AND leased_by IS NOT NULL
+		AND next_attempt_at > now() + interval '50 seconds'`, f.a.ID).Scan(&leased))
+	require.Equal(t, 300, leased, "each leased to its worker until the lease's end")
+
+	// A lease that ran out: the wake-up is due again.
+	_, err = f.db.Pool.Exec(ctx, `UPDATE wakeups SET next_attempt_at = now() - interval '1 second' WHERE tenant_id = $1 AND id = $2`,
+		f.a.ID, oldest)
+	require.NoError(t, err)
+	again, err := rs.ClaimDue(ctx, "worker-e", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	require.Equal(t, oldest, again[0].Wakeup.ID)
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/worker"
 )
 
 // runtimeReceiver is an AI employee runtime's webhook endpoint over TLS.
@@ -280,10 +279,8 @@ func TestWorkerKilledMidDeliveryLosesNoWakeup(t *testing.T) {
 	env := append(rr.env(), "VISOR_WORKER_RESCUE_AFTER=1s")
 	w1 := startWorker(t, "w1", w.dbURL, redis.URL(), env...)
 
-	// Wake-ups written as the board writes them: each with its job.
-	ins, err := worker.NewInserter(w.db.Pool, discardLogger())
-	require.NoError(t, err)
-	bs := postgres.NewBoardStore(w.db, worker.WakeupQueue{Client: ins})
+	// Wake-ups written as the board writes them: queued, for the claimers.
+	bs := postgres.NewBoardStore(w.db, nil)
 	const n = 8
 	want := map[string]bool{}
 	for i := range n {
@@ -320,9 +317,9 @@ func TestWorkerKilledMidDeliveryLosesNoWakeup(t *testing.T) {
 	for id, c := range count {
 		require.LessOrEqual(t, c, 2, "wake-up %s: at most the one duplicate at-least-once allows", id)
 	}
-	var running int
-	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'deliver_wakeup' AND state NOT IN ('completed')`).Scan(&running))
-	require.Zero(t, running, "no delivery job left behind")
+	var leased int
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM wakeups WHERE leased_by IS NOT NULL AND state = 'queued'`).Scan(&leased))
+	require.Zero(t, leased, "no delivery left leased")
 	require.True(t, strings.HasPrefix(held.ID, held.Payload.ID.String()))
 }
 
