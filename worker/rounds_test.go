@@ -483,12 +483,10 @@ func TestRoundsStoreIsolatesTenants(t *testing.T) {
 	require.True(t, fault.Is(e.store.DeleteEndpoint(e.ctx, g, ep.ID), fault.NotFound))
 	_, err = e.store.Wakeup(e.ctx, g, w.ID)
 	require.True(t, fault.Is(err, fault.NotFound))
-	_, err = e.store.Target(e.ctx, g, w.ID)
-	require.True(t, fault.Is(err, fault.NotFound))
-	ok, err := e.store.Settle(e.ctx, g, w.ID, rounds.Cancelled)
-	require.NoError(t, err)
-	require.False(t, ok)
-	require.NoError(t, e.store.Failed(e.ctx, g, w.ID, "x", true))
+	var holder string
+	require.NoError(t, e.db.Pool.QueryRow(e.ctx, `SELECT coalesce(leased_by, '') FROM wakeups WHERE id = $1`, w.ID).Scan(&holder))
+	require.NoError(t, e.store.Record(e.ctx, []rounds.Outcome{{TenantID: g, ID: w.ID, Worker: holder, State: rounds.Cancelled},
+		{TenantID: g, ID: w.ID, Worker: holder, Error: "x", Dead: true}}))
 	_, err = e.store.Requeue(e.ctx, g, w.ID)
 	require.True(t, fault.Is(err, fault.NotFound))
 	ws, err := e.store.Wakeups(e.ctx, g, rounds.Filter{Limit: 10})

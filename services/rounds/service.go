@@ -46,13 +46,6 @@ type Store interface {
 
 	Wakeup(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, error)
 	Wakeups(ctx context.Context, tenantID uuid.UUID, f Filter) ([]Wakeup, error)
-	Target(ctx context.Context, tenantID, id uuid.UUID) (Target, error)
-	// Settle moves a queued wake-up to state (ready, delivered, cancelled)
-	// and reports whether it was still queued.
-	Settle(ctx context.Context, tenantID, id uuid.UUID, state State) (bool, error)
-	// Failed counts a failed push attempt with its error; dead makes the
-	// wake-up a dead letter.
-	Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error
 	// Requeue moves a dead letter back to queued, due at once with its
 	// attempts starting over; fault.Conflict when it is not dead.
 	Requeue(ctx context.Context, tenantID, id uuid.UUID) (Wakeup, error)

@@ -135,43 +135,6 @@ func (s *RoundsStore) Wakeups(ctx context.Context, tenantID uuid.UUID, f rounds.
 	return collectWakeups(rows)
 }
 
-// Target reads a wake-up with its tenant, employee, task and endpoint.
-func (s *RoundsStore) Target(ctx context.Context, tenantID, id uuid.UUID) (rounds.Target, error) {
-	var tg rounds.Target
-	var epID, epAgent *uuid.UUID
-	var epURL *string
-	var epCreated, epUpdated *time.Time
-	w, err := scanWakeup(s.db.Pool.QueryRow(ctx, `SELECT `+wakeupCols+`, t.slug, a.status = 'active', k.status IN ('done', 'cancelled'),
-			e.id, e.agent_id, e.url, e.secret, e.created_at, e.updated_at
-		FROM wakeups w
-		JOIN tenants t ON t.id = w.tenant_id
-		JOIN agents a ON a.tenant_id = w.tenant_id AND a.id = w.agent_id
-		JOIN tasks k ON k.tenant_id = w.tenant_id AND k.id = w.task_id
-		LEFT JOIN LATERAL (SELECT * FROM runtime_endpoints e WHERE e.tenant_id = w.tenant_id
-			AND (e.agent_id = w.agent_id OR e.agent_id IS NULL) ORDER BY e.agent_id NULLS LAST LIMIT 1) e ON true
-		WHERE w.tenant_id = $1 AND w.id = $2`, tenantID, id),
-		&tg.TenantSlug, &tg.AgentActive, &tg.TaskFinished, &epID, &epAgent, &epURL, &tg.Secret, &epCreated, &epUpdated)
-	if err != nil {
-		return tg, mapErr(err, "wake-up")
-	}
-	tg.Wakeup = w
-	if epID != nil {
-		tg.Endpoint = &rounds.Endpoint{ID: *epID, TenantID: tenantID, AgentID: deref(epAgent), URL: *epURL,
-			CreatedAt: *epCreated, UpdatedAt: *epUpdated}
-	}
-	return tg, nil
-}
-
-// Settle moves a queued wake-up to state. Its state test is written as
-// recordOutcome's is, so the row is found by its primary key.
-func (s *RoundsStore) Settle(ctx context.Context, tenantID, id uuid.UUID, state rounds.State) (bool, error) {
-	tag, err := s.db.Pool.Exec(ctx, `UPDATE wakeups SET state = $3, updated_at = now(),
-			delivered_at = CASE WHEN $3 = 'delivered' THEN now() END,
-			attempts = attempts + CASE WHEN $3 = 'delivered' THEN 1 ELSE 0 END
-		WHERE tenant_id = $1 AND id = $2 AND (state = 'queued') IS TRUE`, tenantID, id, state)
-	return err == nil && tag.RowsAffected() == 1, err
-}
-
 // maxError bounds a stored delivery error.
 const maxError = 500
 
@@ -185,16 +148,6 @@ func deliveryError(msg string) string {
 		msg = "delivery failed"
 	}
 	return msg
-}
-
-// Failed counts a failed attempt of a queued wake-up (found by its
-// primary key, as in recordOutcome).
-func (s *RoundsStore) Failed(ctx context.Context, tenantID, id uuid.UUID, msg string, dead bool) error {
-	msg = deliveryError(msg)
-	_, err := s.db.Pool.Exec(ctx, `UPDATE wakeups SET attempts = attempts + 1, last_error = $3, updated_at = now(),
-			state = CASE WHEN $4 THEN 'dead' ELSE state END
-		WHERE tenant_id = $1 AND id = $2 AND (state = 'queued') IS TRUE`, tenantID, id, msg, dead)
-	return err
 }
 
 // Requeue moves a dead letter back to queued, due at once and leased to

@@ -32,9 +32,9 @@ func seedAcmeRound(t *testing.T, f boardFixture, rs *postgres.RoundsStore) acmeR
 	require.NoError(t, rs.PutEndpoint(ctx, &ep, []byte("acme's key")))
 	var id uuid.UUID
 	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT id FROM wakeups WHERE tenant_id = $1 AND task_id = $2`, f.a.ID, a.task.ID).Scan(&id))
-	ok, err := rs.Settle(ctx, f.a.ID, id, rounds.Ready)
+	tag, err := f.db.Pool.Exec(ctx, `UPDATE wakeups SET state = 'ready' WHERE tenant_id = $1 AND id = $2 AND state = 'queued'`, f.a.ID, id)
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.EqualValues(t, 1, tag.RowsAffected(), "the board wrote the wake-up queued")
 	w, err := rs.Wakeup(ctx, f.a.ID, id)
 	require.NoError(t, err)
 	return acmeRound{endpoint: ep, wakeup: w}
@@ -49,9 +49,10 @@ func roundIntact(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeR
 	i := slices.IndexFunc(eps, func(e rounds.Endpoint) bool { return e.ID == a.endpoint.ID })
 	require.GreaterOrEqual(t, i, 0, "%s deleted tenant A's endpoint", method)
 	require.Equal(t, a.endpoint.URL, eps[i].URL, "%s changed tenant A's endpoint", method)
-	tg, err := rs.Target(ctx, f.a.ID, a.wakeup.ID)
-	require.NoError(t, err)
-	require.Equal(t, []byte("acme's key"), tg.Secret, "%s changed tenant A's signing key", method)
+	var key []byte
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT secret FROM runtime_endpoints WHERE tenant_id = $1 AND id = $2`,
+		f.a.ID, a.endpoint.ID).Scan(&key))
+	require.Equal(t, []byte("acme's key"), key, "%s changed tenant A's signing key", method)
 	w, err := rs.Wakeup(ctx, f.a.ID, a.wakeup.ID)
 	require.NoError(t, err)
 	require.Equal(t, rounds.Ready, w.State, "%s moved tenant A's wake-up", method)
@@ -93,18 +94,6 @@ var roundsIsolation = map[string]func(t *testing.T, f boardFixture, rs *postgres
 				require.Equal(t, f.b.ID, w.TenantID, "Wakeups %+v listed tenant A's wake-up", filter)
 			}
 		}
-	},
-	"Target": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
-		_, err := rs.Target(context.Background(), f.b.ID, a.wakeup.ID)
-		notFound(t, err, "Target")
-	},
-	"Settle": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
-		ok, err := rs.Settle(context.Background(), f.b.ID, a.wakeup.ID, rounds.Cancelled)
-		require.NoError(t, err)
-		require.False(t, ok, "Settle")
-	},
-	"Failed": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
-		_ = rs.Failed(context.Background(), f.b.ID, a.wakeup.ID, "boom", true)
 	},
 	"Requeue": func(t *testing.T, f boardFixture, rs *postgres.RoundsStore, a acmeRound) {
 		_, err := rs.Requeue(context.Background(), f.b.ID, a.wakeup.ID)
