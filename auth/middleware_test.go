@@ -68,8 +68,8 @@ func newKeyEnv(t *testing.T) *keyEnv {
 	env.creds = postgres.NewCredentialStore(db)
 	env.rounds = auth.NewRounds(env.creds, store)
 	env.resolver.Rounds = env.rounds
-	ender := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: env.rounds, Changes: resolver})
-	env.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(store),
+	ender := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db), Minter: env.rounds, Changes: resolver})
+	env.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db), Relations: agents.NewDelegation(store),
 		Directory: store, Staff: svc, Rounds: ender, Logger: log})
 
 	e := echo.New()

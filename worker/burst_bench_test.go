@@ -31,7 +31,7 @@ func benchEnv(name string, def int) int {
 // VISOR_WORKER_RESPONSIBILITIES_CONCURRENCY's default), and the tick
 // claimers: VISOR_BENCH_CLAIMERS (worker.DefaultTickClaimers) claiming
 // sets of VISOR_BENCH_BATCH (worker.DefaultTickBatch). Each run's round
-// enqueues its delivery job, as in production. It reports the settings
+// is written queued, as in production. It reports the settings
 // (call report after the timer is reset).
 func (e *responsibilityEnv) burstWorkers(b *testing.B) (report func()) {
 	b.Helper()

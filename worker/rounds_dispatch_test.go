@@ -128,8 +128,8 @@ func (e *roundsEnv) deliveryWorker(b *testing.B, size, conc, limit int) {
 	b.Cleanup(db.Close)
 	log := slog.New(slog.DiscardHandler)
 	idStore := postgres.NewIdentityStore(db)
-	boardStore := postgres.NewBoardStore(db, nil)
-	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
+	boardStore := postgres.NewBoardStore(db)
+	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
 		HTTP: egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 10 * time.Second,
 			IdleConnsPerHost: limit}),
 		DevHosts: []string{"127.0.0.1"}, MCPURL: func(slug string) string { return "https://visor.test/t/" + slug + "/mcp" }, Logger: log,

@@ -93,7 +93,7 @@ func (r *receiver) deliveries() []delivery {
 }
 
 // roundsEnv is a tenant with two employees, a running job runner with the
-// delivery job, and the rounds service pushing through the SSRF guard
+// delivery claimers, and the rounds service pushing through the SSRF guard
 // (127.0.0.1 allowed, as a development allowlist would).
 type roundsEnv struct {
 	ctx          context.Context
@@ -117,8 +117,8 @@ func newRoundsEnv(t testing.TB, guarded bool) *roundsEnv {
 	log := slog.New(slog.DiscardHandler)
 	idStore := postgres.NewIdentityStore(e.db)
 	e.ids = identity.NewService(idStore, changes.Discard{}, log)
-	e.boardStore = postgres.NewBoardStore(e.db, nil)
-	e.store = postgres.NewRoundsStore(e.db, nil)
+	e.boardStore = postgres.NewBoardStore(e.db)
+	e.store = postgres.NewRoundsStore(e.db)
 	e.minter = auth.NewRounds(postgres.NewCredentialStore(e.db), idStore)
 	allow := []string{"127.0.0.1"}
 	if guarded {
@@ -551,7 +551,7 @@ func TestTwoWorkersDeliverEachWakeupOnce(t *testing.T) {
 	t.Cleanup(db.Close)
 	log := slog.New(slog.DiscardHandler)
 	idStore := postgres.NewIdentityStore(db)
-	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
+	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db), Minter: auth.NewRounds(postgres.NewCredentialStore(db), idStore),
 		HTTP:     egress.New(egress.Config{AllowPrivateHosts: []string{"127.0.0.1"}, RootCAs: rootsOf(e.rcv.srv), Timeout: 2 * time.Second}),
 		DevHosts: []string{"127.0.0.1"}, MCPURL: func(slug string) string { return "https://visor.test/t/" + slug + "/mcp" }, Logger: log})
 	reg := worker.NewRegistry()

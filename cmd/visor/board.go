@@ -10,7 +10,7 @@ import (
 func (a *app) newBoard() *board.Service {
 	dir := a.stores.identity
 	return board.NewService(board.Deps{
-		Store:     postgres.NewBoardStore(a.db, nil),
+		Store:     postgres.NewBoardStore(a.db),
 		Relations: agents.NewDelegation(dir),
 		Directory: dir,
 		Staff:     a.ids,

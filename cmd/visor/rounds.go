@@ -114,7 +114,7 @@ func (a *app) newRounds() error {
 	minter := auth.NewRounds(a.stores.credentials, a.stores.identity)
 	minter.Changes = a.publisher()
 	a.bell = rounds.NewBell()
-	a.stores.rounds = postgres.NewRoundsStore(a.db, nil)
+	a.stores.rounds = postgres.NewRoundsStore(a.db)
 	a.rounds = rounds.NewService(rounds.Config{
 		Store: a.stores.rounds, Minter: minter,
 		HTTP: egress.New(egress.Config{AllowPrivateHosts: rc.DevHosts, RootCAs: rc.RootCAs, Timeout: rc.Timeout,

@@ -132,8 +132,8 @@ type Activity struct {
 }
 
 // Effects are what a change writes besides the task itself, in the same
-// transaction: activity entries and the wake-ups it causes (each with its
-// delivery job).
+// transaction: activity entries and the wake-ups it causes (written
+// queued, for the workers' claimers to deliver).
 type Effects struct {
 	Activity []Activity
 	Wakeups  []rounds.Wakeup

@@ -78,7 +78,7 @@ func setup(t *testing.T) *fixture {
 	log := slog.New(slog.DiscardHandler)
 	idStore := postgres.NewIdentityStore(f.db)
 	f.ids = identity.NewService(idStore, changes.Discard{}, log)
-	f.store = postgres.NewBoardStore(f.db, nil)
+	f.store = postgres.NewBoardStore(f.db)
 	f.svc = board.NewService(board.Deps{Store: f.store, Relations: agents.NewDelegation(idStore), Directory: idStore,
 		Staff: f.ids, Grants: f.grants, Rounds: f.rounds, Logger: log})
 	tt := pgtest.TwoTenants(t, f.db)

@@ -20,7 +20,7 @@ func TestSubscribedEventsOpenRunsAndTheRunsTaskClosesIt(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	idStore := postgres.NewIdentityStore(f.db)
-	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(f.db, nil), Relations: agents.NewDelegation(idStore),
+	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(f.db), Relations: agents.NewDelegation(idStore),
 		Directory: idStore, Runs: f.svc})
 	r := f.resp(t, f.adaID, func(r *responsibilities.Responsibility) { r.Subscriptions = []string{"task_unblocked"} })
 	run := f.open(t, r, responsibilities.BySchedule)

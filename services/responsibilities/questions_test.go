@@ -16,7 +16,7 @@ import (
 // roundData returns the data the round of run carries.
 func (f *fixture) roundData(t *testing.T, run responsibilities.Run) []rounds.Data {
 	t.Helper()
-	w, err := postgres.NewRoundsStore(f.db, nil).Wakeup(f.ctx, run.TenantID, run.WakeupID)
+	w, err := postgres.NewRoundsStore(f.db).Wakeup(f.ctx, run.TenantID, run.WakeupID)
 	require.NoError(t, err)
 	return w.Data
 }

@@ -50,14 +50,14 @@ func TestARunIsATaskAndARoundOfTheOwner(t *testing.T) {
 	require.Equal(t, f.clock(), run.OpenedAt.UTC(), "a run opens at the service's clock")
 	require.Equal(t, responsibilities.ByAnswer, run.Reason)
 
-	task, err := postgres.NewBoardStore(f.db, nil).Task(f.ctx, f.acme.ID, run.TaskID)
+	task, err := postgres.NewBoardStore(f.db).Task(f.ctx, f.acme.ID, run.TaskID)
 	require.NoError(t, err)
 	require.Equal(t, f.adaID, task.AssigneeID)
 	require.Equal(t, board.FromResponsibility, task.Origin)
 	require.Equal(t, r.ID, task.OriginID)
 	require.Equal(t, board.Open, task.Status)
 
-	w, err := postgres.NewRoundsStore(f.db, nil).Wakeup(f.ctx, f.acme.ID, run.WakeupID)
+	w, err := postgres.NewRoundsStore(f.db).Wakeup(f.ctx, f.acme.ID, run.WakeupID)
 	require.NoError(t, err)
 	require.Equal(t, rounds.Responsibility, w.Reason)
 	require.Equal(t, f.adaID, w.AgentID)
@@ -231,7 +231,7 @@ func TestTasksCreatedInARunGoUnderItsTask(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	idStore := postgres.NewIdentityStore(f.db)
-	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(f.db, nil), Relations: agents.NewDelegation(idStore),
+	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(f.db), Relations: agents.NewDelegation(idStore),
 		Directory: idStore, Runs: f.svc})
 	r := f.resp(t, f.adaID)
 	run := f.open(t, r, responsibilities.BySchedule)

@@ -42,8 +42,8 @@ type ScheduleStore interface {
 	// FireDueTicks locks up to limit responsibilities whose tick is due at
 	// now, skipping rows another worker holds, hands them to plan in one
 	// call and writes its outcomes (one per DueTick, in order) in the same
-	// transaction: each Plan's open run closed, its task, round (with its
-	// delivery job) and run; each skip; each next tick. It returns the
+	// transaction: each Plan's open run closed, its task, round (its
+	// wake-up, queued) and run; each skip; each next tick. It returns the
 	// ticks it claimed and the open runs it closed.
 	FireDueTicks(ctx context.Context, now time.Time, limit int, plan func([]DueTick) ([]TickOutcome, error)) (claimed int, closed []Run, err error)
 }

@@ -14,25 +14,16 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 )
 
-// JobQueue is told of the wake-ups a transaction writes, in that
-// transaction. Delivery needs none: a committed wake-up is queued and due,
-// and the workers' claimers take it from the wakeups table. Visor passes
-// nil; the hook remains for callers that want to act on new wake-ups.
-type JobQueue interface {
-	EnqueueTx(ctx context.Context, tx pgx.Tx, ws []rounds.Wakeup) error
-}
-
 // BoardStore implements board.Store.
 type BoardStore struct {
-	db    *DB
-	queue JobQueue
+	db *DB
 }
 
 var _ board.Store = (*BoardStore)(nil)
 
-// NewBoardStore returns the board store on db. queue may be nil (as Visor
-// passes it): wake-ups are written queued, for the claimers.
-func NewBoardStore(db *DB, queue JobQueue) *BoardStore { return &BoardStore{db: db, queue: queue} }
+// NewBoardStore returns the board store on db. Wake-ups are written
+// queued and due; the workers' claimers take them from their table.
+func NewBoardStore(db *DB) *BoardStore { return &BoardStore{db: db} }
 
 const taskCols = `tenant_id, id, kind, title, description, acceptance_criteria, status, blocked_reason, parent_id,
 	assignee_id, claimer_id, creator_kind, creator_agent_id, created_by, origin, origin_id, tags, created_at, updated_at, finished_at`
@@ -109,10 +100,11 @@ func (s *BoardStore) writeEffects(ctx context.Context, tx pgx.Tx, fx board.Effec
 			return err
 		}
 	}
-	return s.insertWakeups(ctx, tx, fx.Wakeups)
+	return insertWakeups(ctx, tx, fx.Wakeups)
 }
 
-func (s *BoardStore) insertWakeups(ctx context.Context, tx pgx.Tx, ws []rounds.Wakeup) error {
+// insertWakeups writes ws queued, in one COPY.
+func insertWakeups(ctx context.Context, tx pgx.Tx, ws []rounds.Wakeup) error {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -122,13 +114,7 @@ func (s *BoardStore) insertWakeups(ctx context.Context, tx pgx.Tx, ws []rounds.W
 	if err != nil {
 		return err
 	}
-	if err := copyWakeups(ctx, tx, now, ws); err != nil {
-		return err
-	}
-	if s.queue == nil {
-		return nil
-	}
-	return s.queue.EnqueueTx(ctx, tx, ws)
+	return copyWakeups(ctx, tx, now, ws)
 }
 
 func nonNilData(d []rounds.Data) []rounds.Data {

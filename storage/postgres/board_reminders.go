@@ -103,7 +103,7 @@ func (s *BoardStore) FireDueReminders(ctx context.Context, now time.Time, limit 
 		if err := copyTasks(ctx, tx, now, tasks); err != nil {
 			return err
 		}
-		if err := s.insertWakeups(ctx, tx, ws); err != nil {
+		if err := insertWakeups(ctx, tx, ws); err != nil {
 			return err
 		}
 		for i := range ws {

@@ -22,7 +22,7 @@ type boardFixture struct {
 func boardSetup(t *testing.T) boardFixture {
 	t.Helper()
 	s := setup(t)
-	return boardFixture{twoTenants: s, db: s.db, bs: postgres.NewBoardStore(s.db, nil)}
+	return boardFixture{twoTenants: s, db: s.db, bs: postgres.NewBoardStore(s.db)}
 }
 
 func newTask(tenant, assignee uuid.UUID, title string) *board.Task {

@@ -13,13 +13,10 @@ import (
 	"github.com/visorhq/visor/services/responsibilities"
 )
 
-// ResponsibilityStore is responsibilities.Store on Postgres. Its queue,
-// when set, enqueues the delivery of each run's round in the transaction
-// that opens the run.
+// ResponsibilityStore is responsibilities.Store on Postgres.
 type ResponsibilityStore struct {
-	db    *DB
-	queue JobQueue
-	jobs  ResponsibilityJobs
+	db   *DB
+	jobs ResponsibilityJobs
 }
 
 var _ responsibilities.Store = (*ResponsibilityStore)(nil)

@@ -13,10 +13,6 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 )
 
-// SetQueue sets the hook told of the wake-ups runs write (JobQueue);
-// delivery needs none, the workers' claimers take queued wake-ups.
-func (s *ResponsibilityStore) SetQueue(q JobQueue) { s.queue = q }
-
 // StartRun writes a run or a skip under the responsibility's row lock.
 func (s *ResponsibilityStore) StartRun(ctx context.Context, tenantID, id uuid.UUID,
 	plan func(responsibilities.Opening) (*responsibilities.RunPlan, *responsibilities.Skip, error)) (run responsibilities.Run, err error) {
@@ -83,9 +79,8 @@ func (s *ResponsibilityStore) writeRun(ctx context.Context, tx pgx.Tx, o respons
 	if err := insertTask(ctx, tx, &p.Task); err != nil {
 		return p.Run, err
 	}
-	bs := BoardStore{db: s.db, queue: s.queue}
 	ws := []rounds.Wakeup{p.Wakeup}
-	if err := bs.insertWakeups(ctx, tx, ws); err != nil {
+	if err := insertWakeups(ctx, tx, ws); err != nil {
 		return p.Run, err
 	}
 	r := p.Run

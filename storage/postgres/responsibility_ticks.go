@@ -200,8 +200,7 @@ func (s *ResponsibilityStore) writeTicks(ctx context.Context, tx pgx.Tx, due []r
 		return nil, err
 	}
 	if len(ws) > 0 {
-		bs := BoardStore{db: s.db, queue: s.queue}
-		if err := bs.insertWakeups(ctx, tx, ws); err != nil {
+		if err := insertWakeups(ctx, tx, ws); err != nil {
 			return nil, err
 		}
 		rows := make([][]any, len(runs))

@@ -19,16 +19,13 @@ import (
 // RoundsStore implements rounds.Store: runtime endpoints and the delivery
 // state of wake-ups (which the board's writes create).
 type RoundsStore struct {
-	db    *DB
-	queue JobQueue
+	db *DB
 }
 
 var _ rounds.Store = (*RoundsStore)(nil)
 
-// NewRoundsStore returns the rounds store on db; queue, when not nil, is
-// told of a retried dead letter in its transaction (delivery needs none:
-// workers claim queued wake-ups from their table).
-func NewRoundsStore(db *DB, queue JobQueue) *RoundsStore { return &RoundsStore{db: db, queue: queue} }
+// NewRoundsStore returns the rounds store on db.
+func NewRoundsStore(db *DB) *RoundsStore { return &RoundsStore{db: db} }
 
 const endpointCols = `id, tenant_id, agent_id, url, created_at, updated_at`
 
@@ -165,13 +162,7 @@ func (s *RoundsStore) Requeue(ctx context.Context, tenantID, id uuid.UUID) (w ro
 			}
 			return fault.New(fault.Conflict, "wake-up %s is %s, not a dead letter", id, cur.State)
 		}
-		if err != nil {
-			return err
-		}
-		if s.queue == nil {
-			return nil
-		}
-		return s.queue.EnqueueTx(ctx, tx, []rounds.Wakeup{w})
+		return err
 	})
 	return w, err
 }

@@ -120,7 +120,7 @@ var roundsIsolation = map[string]func(t *testing.T, f boardFixture, rs *postgres
 func TestEveryRoundsStoreMethodIsTenantIsolated(t *testing.T) {
 	t.Parallel()
 	f := boardSetup(t)
-	rs := postgres.NewRoundsStore(f.db, nil)
+	rs := postgres.NewRoundsStore(f.db)
 	st := reflect.TypeFor[rounds.Store]()
 	var methods []string
 	for i := range st.NumMethod() {
@@ -150,7 +150,7 @@ func TestRoundsLeasesAreTenantIsolated(t *testing.T) {
 	t.Parallel()
 	f := boardSetup(t)
 	ctx := context.Background()
-	rs := postgres.NewRoundsStore(f.db, nil)
+	rs := postgres.NewRoundsStore(f.db)
 	a := seedAcmeRound(t, f, rs)
 	def := rounds.Endpoint{ID: uuid.New(), TenantID: f.b.ID, URL: "https://globex.example.com/default"}
 	require.NoError(t, rs.PutEndpoint(ctx, &def, []byte("globex's key")))
@@ -213,7 +213,7 @@ func TestClaimDueLeasesEachWakeupOnce(t *testing.T) {
 	t.Parallel()
 	f := boardSetup(t)
 	ctx := context.Background()
-	rs := postgres.NewRoundsStore(f.db, nil)
+	rs := postgres.NewRoundsStore(f.db)
 	a := seedAcmeRound(t, f, rs) // ready: not claimed
 	_, err := f.db.Pool.Exec(ctx, `INSERT INTO wakeups (tenant_id, id, agent_id, task_id, reason, state, next_attempt_at)
 		SELECT $1, gen_random_uuid(), $2, $3, 'reminder', 'queued', now() - make_interval(secs => i)

@@ -25,7 +25,7 @@ func TestRecordLooksUpEachWakeupByKey(t *testing.T) {
 	t.Parallel()
 	f := boardSetup(t)
 	ctx := context.Background()
-	rs := postgres.NewRoundsStore(f.db, nil)
+	rs := postgres.NewRoundsStore(f.db)
 	a := seedAcmeRound(t, f, rs)
 	// A burst falls due before the table's statistics are first taken
 	// (or retaken): ANALYZE has not seen these rows.
@@ -123,7 +123,7 @@ func TestClaimDueFindsItsRowsWithoutScanningTheTable(t *testing.T) {
 	t.Parallel()
 	f := boardSetup(t)
 	ctx := context.Background()
-	rs := postgres.NewRoundsStore(f.db, nil)
+	rs := postgres.NewRoundsStore(f.db)
 	a := seedAcmeRound(t, f, rs)
 	_, err := f.db.Pool.Exec(ctx, `ANALYZE wakeups`)
 	require.NoError(t, err)

@@ -72,11 +72,11 @@ func newBoardFixture(t *testing.T) *boardFixture {
 	ids := identity.NewService(store, resolver, log)
 	h := &heard{}
 	gs := grants.NewService(postgres.NewGrantStore(db), store, h, tools.Match, log)
-	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(store),
+	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(db), Relations: agents.NewDelegation(store),
 		Directory: store, Staff: ids, Grants: gs, Logger: log})
 	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
 	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	rs := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Logger: log})
+	rs := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db), Logger: log})
 	adm.Add(api.NewGrants(gs), api.NewBoard(bs), api.NewRuntime(rs))
 	adm.Register(e)
 	srv := httptest.NewServer(e)

@@ -40,7 +40,7 @@ func TestClosingARunEndsItsRoundTokenAndLateSpendIsNotCounted(t *testing.T) {
 	resolver.Rounds = minter
 	ids := identity.NewService(store, resolver, log)
 	svc := responsibilities.NewService(postgres.NewResponsibilityStore(db), agents.NewDelegation(store))
-	svc.SetRounds(rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db, nil), Minter: minter, Changes: resolver}))
+	svc.SetRounds(rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db), Minter: minter, Changes: resolver}))
 	trail := postgres.NewAuditLog(db, 2, log)
 	require.NoError(t, trail.Start(ctx))
 	t.Cleanup(trail.Stop)

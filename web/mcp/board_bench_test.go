@@ -86,7 +86,7 @@ func BenchmarkBoardTasksList(b *testing.B) {
 	}
 	// The query alone, for comparison: the store's ListTasks, no HTTP,
 	// no audit.
-	store := postgres.NewBoardStore(s.db, nil)
+	store := postgres.NewBoardStore(s.db)
 	bob := s.agents["bob"].ID
 	for _, c := range []struct {
 		name string

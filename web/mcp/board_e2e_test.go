@@ -41,7 +41,7 @@ func newBoardStack(t testing.TB) *boardStack {
 	al := postgres.NewAuditLog(db, 4, logger)
 	require.NoError(t, al.Start(ctx))
 	t.Cleanup(al.Stop)
-	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(store),
+	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(db), Relations: agents.NewDelegation(store),
 		Directory: store, Staff: ids, Logger: logger})
 	ep := New(catalog.New(bs), tools.NewSubjects(store, tools.NoGrants{}, 0), al, live.NoStreams{}, Options{})
 	e := echo.New()

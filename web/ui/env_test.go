@@ -127,7 +127,7 @@ func newEnv(t testing.TB, tweak ...func(*ui.Deps)) *env {
 	e.cu, e.driver = postgres.NewComputerStore(db), &stopDriver{}
 	cu := computer.NewService(e.cu, e.cu, e.driver, nil, log)
 	e.dbs = newDBSources(t, db, e, log)
-	e.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db, nil), Relations: agents.NewDelegation(e.store),
+	e.board = board.NewService(board.Deps{Store: postgres.NewBoardStore(db), Relations: agents.NewDelegation(e.store),
 		Directory: e.store, Staff: e.ids, Grants: e.grants, Logger: log})
 
 	var h http.Handler

@@ -117,7 +117,7 @@ func TestAnOperatorAnswersAQuestionInThePage(t *testing.T) {
 	runs, err := qs.Runs(ctx, e.a.ID, r.ID, nil, 1)
 	require.NoError(t, err)
 	require.Equal(t, responsibilities.ByAnswer, runs[0].Reason, "the answer woke the next run")
-	round, err := postgres.NewRoundsStore(e.db, nil).Wakeup(ctx, e.a.ID, runs[0].WakeupID)
+	round, err := postgres.NewRoundsStore(e.db).Wakeup(ctx, e.a.ID, runs[0].WakeupID)
 	require.NoError(t, err)
 	require.Len(t, round.Data, 1)
 	require.Contains(t, round.Data[0].Text, "Option 2: refuse")

@@ -37,7 +37,7 @@ func TestAScheduledRunAsksAndTheAnswerWakesTheNextRun(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	ends := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(w.db, nil), DevHosts: []string{"127.0.0.1"}})
+	ends := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(w.db), DevHosts: []string{"127.0.0.1"}})
 	_, secret, err := ends.SetEndpoint(ctx, w.acme.ID, w.ada.ID, rr.srv.URL+"/ada")
 	require.NoError(t, err)
 	rr.setSecret(t, secret)

@@ -205,7 +205,7 @@ func TestRoundReachesRuntimeAndEndsWithItsTask(t *testing.T) {
 
 	// bob's runtime endpoint, set as an operator would; send_to_agent is
 	// one of his scoped tools, visible only under a grant.
-	ends := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(w.db, nil), DevHosts: []string{"127.0.0.1"}})
+	ends := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(w.db), DevHosts: []string{"127.0.0.1"}})
 	_, secret, err := ends.SetEndpoint(ctx, w.acme.ID, w.bob.ID, rr.srv.URL+"/bob")
 	require.NoError(t, err)
 	rr.setSecret(t, secret)
@@ -246,7 +246,7 @@ func TestRoundReachesRuntimeAndEndsWithItsTask(t *testing.T) {
 
 	token := p.Round.Token
 	callTool(t, r, token, "activity_post", map[string]any{"task_id": fix.ID.String(), "text": "Reproduced; fixing."})
-	acts, err := postgres.NewBoardStore(w.db, nil).ListActivity(ctx, w.acme.ID, fix.ID, nil, 10)
+	acts, err := postgres.NewBoardStore(w.db).ListActivity(ctx, w.acme.ID, fix.ID, nil, 10)
 	require.NoError(t, err)
 	require.Equal(t, board.Comment, acts[0].Kind)
 	require.Equal(t, w.bob.ID, acts[0].AuthorAgentID, "the round token acts as bob")
@@ -272,7 +272,7 @@ func TestWorkerKilledMidDeliveryLosesNoWakeup(t *testing.T) {
 	rr := newRuntimeReceiver(t)
 	rr.holdFirst = make(chan struct{})
 	ctx := context.Background()
-	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(w.db, nil), DevHosts: []string{"127.0.0.1"}})
+	svc := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(w.db), DevHosts: []string{"127.0.0.1"}})
 	_, secret, err := svc.SetEndpoint(ctx, w.acme.ID, uuid.Nil, rr.srv.URL+"/hook")
 	require.NoError(t, err)
 	rr.setSecret(t, secret)
@@ -280,7 +280,7 @@ func TestWorkerKilledMidDeliveryLosesNoWakeup(t *testing.T) {
 	w1 := startWorker(t, "w1", w.dbURL, redis.URL(), env...)
 
 	// Wake-ups written as the board writes them: queued, for the claimers.
-	bs := postgres.NewBoardStore(w.db, nil)
+	bs := postgres.NewBoardStore(w.db)
 	const n = 8
 	want := map[string]bool{}
 	for i := range n {

@@ -17,7 +17,7 @@ func Task(t testing.TB, db *postgres.DB, tenantID uuid.UUID) uuid.UUID {
 	t.Helper()
 	tk := board.Task{ID: uuid.New(), TenantID: tenantID, Kind: board.KindTask, Title: "a test's work", Status: board.Open,
 		CreatorKind: board.ByOperator, CreatedBy: "operator:test", Origin: board.Direct, Tags: []string{}}
-	if err := postgres.NewBoardStore(db, nil).CreateTask(context.Background(), &tk, board.Effects{}, 0); err != nil {
+	if err := postgres.NewBoardStore(db).CreateTask(context.Background(), &tk, board.Effects{}, 0); err != nil {
 		t.Fatalf("store a test task: %v", err)
 	}
 	return tk.ID
