@@ -49,6 +49,16 @@ func Backoff(n int) time.Duration {
 // like any other and the claimers (Deliveries) deliver them, so the job
 // itself pushes nothing. (The migration that introduced the claimers
 // moved the jobs pending then onto their wake-ups.)
+//
+// It is kept although Visor inserts no such job: upgrades run the
+// migration first and then roll serve and worker, so serve replicas of the
+// previous release go on writing wake-ups, each with a deliver_wakeup
+// job, after the migration has moved and deleted the pending ones.
+// Stopping the older workers first does not stop those inserts. Without
+// this worker and RoundsQueue those jobs would stay available forever on
+// a queue no worker fetches. It can go, with RoundsQueue, once no release
+// that inserts the job can run against the schema: in the release after
+// the one that introduced the claimers.
 type DeliverWorker struct {
 	river.WorkerDefaults[DeliverArgs]
 }
