@@ -6,9 +6,13 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -210,4 +214,50 @@ func TestFileToolsWithoutAWorker(t *testing.T) {
 	for _, tl := range f.reg.All() {
 		require.True(t, tl.ProcessAgent, "%s acts for an employee only", tl.Name)
 	}
+}
+
+// TestViewImageOfAnArtifact: view_image reads an artifact of the caller
+// and returns it as an MCP image; another employee's artifact, another
+// tenant's and an artifact over the image limit are refused, and an
+// unknown id is not found.
+func TestViewImageOfAnArtifact(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var buf bytes.Buffer
+	img := image.NewNRGBA(image.Rect(0, 0, 300, 100))
+	for x := 0; x < 300; x++ {
+		for y := 0; y < 100; y++ {
+			img.SetNRGBA(x, y, color.NRGBA{R: 200, A: 255})
+		}
+	}
+	require.NoError(t, png.Encode(&buf, img))
+	put := func(sub *tools.Subject, size int64, content []byte) uuid.UUID {
+		a := workspace.Artifact{TenantID: sub.Principal.TenantID, AgentID: sub.Principal.AgentID, ID: uuid.New(), Name: "pic.png",
+			MediaType: "image/png", SHA256: "00", Size: size, CreatedAt: time.Now().UTC()}
+		require.NoError(t, f.store.PutArtifact(ctx, a, content))
+		return a.ID
+	}
+	pic := put(f.ada, int64(buf.Len()), buf.Bytes())
+
+	res, m, err := f.call(t, f.ada, "view_image", map[string]any{"artifact_id": pic.String(), "max_dimension": 150})
+	require.NoError(t, err)
+	require.Equal(t, "artifact", m["source"])
+	require.EqualValues(t, 150, m["width"])
+	require.EqualValues(t, 50, m["height"])
+	require.Len(t, res.Images, 1)
+	require.Equal(t, "image/jpeg", res.Images[0].MIMEType)
+
+	for _, sub := range []*tools.Subject{f.bob, f.gil} {
+		_, _, err = f.call(t, sub, "view_image", map[string]any{"artifact_id": pic.String()})
+		require.True(t, fault.Is(err, fault.NotFound), "%s views ada's artifact: %v", sub.Agent.Name, err)
+	}
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": uuid.NewString()})
+	require.True(t, fault.Is(err, fault.NotFound), "%v", err)
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": "not-an-id"})
+	require.True(t, fault.Is(err, fault.NotFound), "%v", err)
+	big := put(f.ada, workspace.MaxImageBytes+1, bytes.Repeat([]byte{0}, workspace.MaxImageBytes+1))
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": big.String()})
+	require.True(t, fault.Is(err, fault.TooLarge), "%v", err)
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": pic.String(), "path": "pic.png"})
+	require.True(t, fault.Is(err, fault.Invalid), "two sources: %v", err)
 }
