@@ -126,4 +126,29 @@ func TestCleanTools(t *testing.T) {
 	require.JSONEq(t, `{"type":"object"}`, string(list[0].InputSchema))
 	_, err = cleanTools("s", []Tool{{Name: "bad name"}})
 	require.Error(t, err)
+
+	// A tool whose input schema Visor cannot read would have its
+	// arguments go unchecked: it is left out.
+	list, err = cleanTools("s", []Tool{{Name: "odd", InputSchema: json.RawMessage(`{"type":5}`)}, {Name: "fine", InputSchema: json.RawMessage(`{"type":"object"}`)}})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "fine", list[0].Name)
+	_, err = checkArgs(Tool{Server: "s", Name: "odd", InputSchema: json.RawMessage(`{"type":5}`)}, map[string]any{})
+	require.True(t, fault.Is(err, fault.Invalid), "arguments that cannot be checked are not sent: %v", err)
+}
+
+// TestCheckArgsWithARemoteRef: a schema with a $ref to a remote schema is
+// still checked (Visor never fetches the remote schema: what it names
+// takes any value), so a wrong type elsewhere is refused before the call
+// leaves.
+func TestCheckArgsWithARemoteRef(t *testing.T) {
+	tool := Tool{Server: "s", Name: "t", InputSchema: json.RawMessage(`{"type":"object","required":["n"],
+		"properties":{"n":{"type":"integer"},"doc":{"$ref":"https://schemas.example.com/doc.json"}}}`)}
+	_, err := checkArgs(tool, map[string]any{"n": "seven", "doc": map[string]any{"x": 1}})
+	require.True(t, fault.Is(err, fault.Invalid), "a wrong type beside a remote $ref: %v", err)
+	_, err = checkArgs(tool, map[string]any{"doc": "anything"})
+	require.True(t, fault.Is(err, fault.Invalid), "a missing required argument: %v", err)
+	raw, err := checkArgs(tool, map[string]any{"n": 7, "doc": map[string]any{"x": 1}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":7,"doc":{"x":1}}`, string(raw))
 }
