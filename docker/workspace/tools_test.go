@@ -79,8 +79,25 @@ func (e *toolEnv) call(t *testing.T, sub *tools.Subject, name string, args map[s
 	var m map[string]any
 	b, _ := json.Marshal(res.Structured)
 	require.NoError(t, json.Unmarshal(b, &m))
-	require.NotContains(t, m, "ok", "no generic ok in structured content")
+	requireNoGenericOK(t, m)
 	return res, m, nil
+}
+
+// requireNoGenericOK fails when structured content holds a generic "ok"
+// key at any depth: answers carry domain fields instead.
+func requireNoGenericOK(t *testing.T, v any) {
+	t.Helper()
+	switch x := v.(type) {
+	case map[string]any:
+		require.NotContains(t, x, "ok", "no generic ok in structured content")
+		for _, e := range x {
+			requireNoGenericOK(t, e)
+		}
+	case []any:
+		for _, e := range x {
+			requireNoGenericOK(t, e)
+		}
+	}
 }
 
 type refused struct{ d tools.Decision }
