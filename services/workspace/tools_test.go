@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
@@ -28,6 +29,7 @@ import (
 )
 
 type fixture struct {
+	db       *postgres.DB
 	reg      *tools.Registry
 	ada, bob *tools.Subject
 	gil      *tools.Subject // another tenant's employee
@@ -60,7 +62,7 @@ func newFixture(t *testing.T, opts ...func(*workspace.Config)) *fixture {
 	svc := workspace.NewService(cfg)
 	reg := tools.NewRegistry()
 	svc.Register(reg)
-	return &fixture{reg: reg, store: st, ada: subject(acme, "ada"), bob: subject(acme, "bob"), gil: subject(globex, "gil")}
+	return &fixture{db: db, reg: reg, store: st, ada: subject(acme, "ada"), bob: subject(acme, "bob"), gil: subject(globex, "gil")}
 }
 
 func (f *fixture) call(t *testing.T, sub *tools.Subject, name string, args map[string]any) (*tools.Result, map[string]any, error) {
@@ -100,13 +102,28 @@ func requireNoGenericOK(t *testing.T, v any) {
 // without evidence, and tasks private to their employee and tenant.
 func TestTaskManage(t *testing.T) {
 	f := newFixture(t)
-	round := uuid.New()
+	boardTask := func(tenant uuid.UUID) uuid.UUID {
+		bt := &board.Task{ID: uuid.New(), TenantID: tenant, Kind: board.KindTask, Title: "round", Status: board.Open,
+			CreatorKind: board.ByOperator, CreatedBy: "operator:k", Origin: board.Direct, Tags: []string{}}
+		require.NoError(t, postgres.NewBoardStore(f.db, nil).CreateTask(context.Background(), bt, board.Effects{}, 10))
+		return bt.ID
+	}
+	round := boardTask(f.ada.Principal.TenantID)
 	f.ada.Principal.TaskID = round
 	_, m, err := f.call(t, f.ada, "task_manage", map[string]any{"action": "create", "title": "Fix add", "steps": []string{"reproduce", "fix", "test"}})
 	require.NoError(t, err)
 	id := m["task_id"].(string)
 	require.Equal(t, round.String(), m["board_task_id"], "linked to the round's board task")
 	require.Equal(t, "active", m["state"])
+	for _, other := range []uuid.UUID{boardTask(f.gil.Principal.TenantID), uuid.New()} {
+		_, _, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "create", "title": "x", "board_task_id": other.String()})
+		require.True(t, fault.Is(err, fault.NotFound), "a link to another tenant's or a missing board task: %v", err)
+	}
+	gone := *f.ada
+	gone.Principal.TaskID = uuid.New()
+	_, m2, err := f.call(t, &gone, "task_manage", map[string]any{"action": "create", "title": "after the round's task went"})
+	require.NoError(t, err)
+	require.Nil(t, m2["board_task_id"], "a round whose task is gone tracks it unlinked")
 
 	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "checkpoint", "task_id": id, "note": "reproduced", "steps_done": []int{1}})
 	require.NoError(t, err)

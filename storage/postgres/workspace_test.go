@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/workspace"
@@ -208,4 +209,32 @@ func TestSkillEnvRewrap(t *testing.T) {
 	plain, err := both.Open(vars[0].Sealed, "ctx")
 	require.NoError(t, err)
 	require.Equal(t, "tok-123", string(plain))
+}
+
+// TestTrackedTaskLinksOnlyItsTenantsBoardTask: a tracked task links to a
+// board task of its own tenant; another tenant's board task, or one that
+// does not exist, is not found and nothing is stored.
+func TestTrackedTaskLinksOnlyItsTenantsBoardTask(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	st := postgres.NewWorkspaceStore(s.db)
+	bs := postgres.NewBoardStore(s.db, nil)
+	ctx := context.Background()
+	own, foreign := newTask(s.a.ID, uuid.Nil, "ours"), newTask(s.b.ID, uuid.Nil, "theirs")
+	require.NoError(t, bs.CreateTask(ctx, own, board.Effects{}, 10))
+	require.NoError(t, bs.CreateTask(ctx, foreign, board.Effects{}, 10))
+	track := func(link *uuid.UUID) error {
+		return st.CreateTask(ctx, &workspace.Task{TenantID: s.a.ID, AgentID: s.agentA.ID, ID: uuid.New(), Title: "t",
+			State: workspace.TaskActive, BoardTaskID: link})
+	}
+	require.NoError(t, track(&own.ID))
+	missing := uuid.New()
+	for _, id := range []uuid.UUID{foreign.ID, missing} {
+		err := track(&id)
+		require.True(t, fault.Is(err, fault.NotFound), "link to %s: %v", id, err)
+	}
+	require.NoError(t, track(nil))
+	tasks, err := st.Tasks(ctx, s.a.ID, s.agentA.ID, "", 10)
+	require.NoError(t, err)
+	require.Len(t, tasks, 2, "the refused links stored nothing")
 }
