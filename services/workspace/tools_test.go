@@ -295,3 +295,41 @@ func TestViewImageOfAnArtifact(t *testing.T) {
 	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": pic.String(), "path": "pic.png"})
 	require.True(t, fault.Is(err, fault.Invalid), "two sources: %v", err)
 }
+
+// fetcher serves one picture for any URL, recording what it was asked.
+type fetcher struct {
+	img   []byte
+	asked []string
+}
+
+func (f *fetcher) FetchImage(_ context.Context, raw string, max int64) ([]byte, error) {
+	f.asked = append(f.asked, raw)
+	if int64(len(f.img)) > max {
+		return nil, fault.New(fault.TooLarge, "too large")
+	}
+	return f.img, nil
+}
+
+// TestViewImageOfAnAllowedURL: view_image fetches an https URL on the
+// employee's allowed hosts through the configured fetcher (the outbound
+// guard in a deployment) and returns it resized as an MCP image; a host
+// off the list is never fetched.
+func TestViewImageOfAnAllowedURL(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, image.NewNRGBA(image.Rect(0, 0, 400, 200))))
+	fx := &fetcher{img: buf.Bytes()}
+	f := newFixture(t, func(c *workspace.Config) { c.Images = fx })
+	f.ada.Agent.Settings.Capabilities.WorkspaceConfig.AllowedHosts = []string{"img.example.com"}
+	res, m, err := f.call(t, f.ada, "view_image", map[string]any{"url": "https://img.example.com/a.png", "max_dimension": 100})
+	require.NoError(t, err)
+	require.Equal(t, "url", m["source"])
+	require.EqualValues(t, 100, m["width"])
+	require.EqualValues(t, 50, m["height"])
+	require.Len(t, res.Images, 1)
+	require.Equal(t, []string{"https://img.example.com/a.png"}, fx.asked)
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"url": "https://other.example.com/a.png"})
+	require.True(t, fault.Is(err, fault.Forbidden), "%v", err)
+	_, _, err = f.call(t, f.bob, "view_image", map[string]any{"url": "https://img.example.com/a.png"})
+	require.True(t, fault.Is(err, fault.Forbidden), "another employee's allow list is its own: %v", err)
+	require.Len(t, fx.asked, 1, "refused URLs are never fetched")
+}
