@@ -396,3 +396,31 @@ func TestOperatorsStopSessions(t *testing.T) {
 	require.Equal(t, domain.Exited, a.Session.Status)
 	require.Equal(t, "killed by session_act", a.Session.CommandError)
 }
+
+// TestSessionLimits: a workspace runs at most MaxSessions commands at
+// once (one more is refused until one ends, and an ended session makes
+// room), and input to a session is bounded.
+func TestSessionLimits(t *testing.T) {
+	e := setup(t)
+	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
+	ctx := context.Background()
+	var first string
+	for i := range domain.MaxSessions {
+		v := exec(t, m, e.ref, "sleep 120", time.Millisecond)
+		require.Equal(t, domain.Running, v.Status, "session %d", i)
+		if i == 0 {
+			first = v.SessionID
+		}
+	}
+	_, err := m.Do(ctx, e.ref, domain.Op{Exec: &domain.ExecArgs{Cmd: "true", WaitMS: 1}}, false)
+	require.True(t, fault.Is(err, fault.RateLimited), "one more than the limit: %v", err)
+	_, err = m.Do(ctx, e.ref, domain.Op{Act: &domain.ActArgs{Action: "write", SessionID: first, Input: strings.Repeat("x", domain.MaxInputBytes+1)}}, false)
+	require.True(t, fault.Is(err, fault.TooLarge), "input over its cap: %v", err)
+	a, err := m.Do(ctx, e.ref, domain.Op{Act: &domain.ActArgs{Action: "kill", SessionID: first}}, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{first}, a.Act.Killed)
+	v := exec(t, m, e.ref, "echo room", 10*time.Second)
+	require.Equal(t, "room\n", v.Output, "an ended session makes room")
+	_, err = m.Do(ctx, e.ref, domain.Op{Act: &domain.ActArgs{Action: "kill_all"}}, false)
+	require.NoError(t, err)
+}

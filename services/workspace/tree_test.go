@@ -226,3 +226,25 @@ func TestFileToolLimits(t *testing.T) {
 	require.Len(t, l.Entries, 10)
 	require.True(t, l.Truncated)
 }
+
+// TestExecArgsLimits: a command, its timeout, its wait and its workdir are
+// bounded; defaults fill what is not given.
+func TestExecArgsLimits(t *testing.T) {
+	for _, a := range []workspace.ExecArgs{
+		{Cmd: ""},
+		{Cmd: "   "},
+		{Cmd: strings.Repeat("x", workspace.MaxCommandBytes+1)},
+		{Cmd: "true\x00"},
+		{Cmd: "true", TimeoutMS: workspace.MaxTimeout.Milliseconds() + 1},
+		{Cmd: "true", TimeoutMS: -1},
+		{Cmd: "true", WaitMS: workspace.MaxWait.Milliseconds() + 1},
+		{Cmd: "true", Workdir: "../out"},
+	} {
+		err := a.Check()
+		require.True(t, fault.Is(err, fault.Invalid), "%q timeout %d wait %d workdir %q: %v", a.Cmd[:min(len(a.Cmd), 10)], a.TimeoutMS, a.WaitMS, a.Workdir, err)
+	}
+	a := workspace.ExecArgs{Cmd: "true"}
+	require.NoError(t, a.Check())
+	require.Equal(t, workspace.DefaultTimeout.Milliseconds(), a.TimeoutMS)
+	require.Equal(t, workspace.DefaultWait.Milliseconds(), a.WaitMS)
+}
