@@ -135,6 +135,10 @@ func TestSkillEnvIsRedactedFromOutput(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, true, m["encrypted"])
 	require.NotContains(t, res.Text, secret)
+	res, m, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "env_list", "name": "deploy-app"})
+	require.NoError(t, err)
+	require.Equal(t, []any{map[string]any{"name": "DEPLOY_TOKEN", "set": true}}, m["variables"], "env_list names the variable and says it is set")
+	require.NotContains(t, res.Text, secret, "never its value")
 
 	res, m, err = e.call(t, e.ada, "exec_command", map[string]any{"cmd": `echo "token=$DEPLOY_TOKEN"; test "$DEPLOY_TOKEN" = ` + secret + ` && echo same`, "skill": "deploy-app", "wait_ms": 10000})
 	require.NoError(t, err)
