@@ -1,6 +1,7 @@
 package upstreams
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -155,4 +156,61 @@ func TestCheckArgsWithARemoteRef(t *testing.T) {
 	raw, err := checkArgs(tool, map[string]any{"n": 7, "doc": map[string]any{"x": 1}})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n":7,"doc":{"x":1}}`, string(raw))
+}
+
+type countedSession struct{ closed chan struct{} }
+
+func (s *countedSession) Tools(context.Context, int) ([]Tool, error) { return nil, nil }
+func (s *countedSession) Call(context.Context, string, json.RawMessage) (Result, error) {
+	return Result{}, nil
+}
+func (s *countedSession) Close() error { close(s.closed); return nil }
+
+// TestPoolKeepsWarmAndReapsIdle: one session per server and version is
+// kept warm and shared; a new version closes the old one; a session
+// unused past the idle time is closed by the reaper, and the next call
+// opens a fresh one.
+func TestPoolKeepsWarmAndReapsIdle(t *testing.T) {
+	t.Parallel()
+	p := newPool()
+	ctx := context.Background()
+	opened := 0
+	open := func(context.Context) (Session, error) {
+		opened++
+		return &countedSession{closed: make(chan struct{})}, nil
+	}
+	srv := Server{ID: uuid.New(), Version: 1}
+	a, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	b, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.Same(t, a, b, "kept warm between calls")
+	require.Equal(t, 1, opened)
+
+	p.reap(time.Hour)
+	c, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.Same(t, a, c, "a session in use is not reaped")
+
+	srv.Version = 2
+	d, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.NotSame(t, a, d)
+	<-a.(*countedSession).closed // the old version's session is closed
+
+	p.mu.Lock()
+	for _, k := range p.sessions {
+		k.lastUsed = time.Now().Add(-2 * time.Minute)
+	}
+	p.mu.Unlock()
+	p.reap(time.Minute)
+	select {
+	case <-d.(*countedSession).closed:
+	default:
+		t.Fatal("an idle session is closed by the reaper")
+	}
+	e, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.NotSame(t, d, e, "the next call opens a fresh session")
+	require.Equal(t, 3, opened)
 }
