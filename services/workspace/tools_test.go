@@ -333,3 +333,20 @@ func TestViewImageOfAnAllowedURL(t *testing.T) {
 	require.True(t, fault.Is(err, fault.Forbidden), "another employee's allow list is its own: %v", err)
 	require.Len(t, fx.asked, 1, "refused URLs are never fetched")
 }
+
+// TestPublishLimits: file_publish's link lifetime and artifact name are
+// bounded before anything is packed.
+func TestPublishLimits(t *testing.T) {
+	f := newFixture(t)
+	for _, args := range []map[string]any{
+		{"path": "out", "ttl_seconds": 59},
+		{"path": "out", "ttl_seconds": 604801},
+		{"path": "out", "name": "a/b.tar.gz"},
+		{"path": "out", "name": strings.Repeat("n", 256)},
+	} {
+		_, _, err := f.call(t, f.ada, "file_publish", args)
+		require.True(t, fault.Is(err, fault.Invalid), "%v: %v", args, err)
+	}
+	_, _, err := f.call(t, f.ada, "file_publish", map[string]any{"path": "out", "ttl_seconds": 604800})
+	require.True(t, fault.Is(err, fault.Unavailable), "within bounds it goes to a worker (none here): %v", err)
+}
