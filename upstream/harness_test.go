@@ -209,13 +209,26 @@ func (h *harness) add(t testing.TB, tenant identity.Tenant, name, url string, mo
 type fakeStdio struct {
 	mu             sync.Mutex
 	opened, closed int
+	// listed counts the listings; while gate is not nil a listing waits
+	// for it to close. changed is the ToolsChanged of the last session.
+	listed  int
+	gate    chan struct{}
+	changed func()
 }
 
-func (f *fakeStdio) Connect(context.Context, upstreams.Target) (upstreams.Session, error) {
+func (f *fakeStdio) Connect(_ context.Context, t upstreams.Target) (upstreams.Session, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opened++
+	f.changed = t.ToolsChanged
 	return &fakeSession{f: f}, nil
+}
+
+// listings is the number of listings asked for so far.
+func (f *fakeStdio) listings() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listed
 }
 
 // open is the number of sessions opened and not closed.
@@ -230,7 +243,18 @@ type fakeSession struct {
 	once sync.Once
 }
 
-func (s *fakeSession) Tools(context.Context, int) ([]upstreams.Tool, error) {
+func (s *fakeSession) Tools(ctx context.Context, _ int) ([]upstreams.Tool, error) {
+	s.f.mu.Lock()
+	s.f.listed++
+	gate := s.f.gate
+	s.f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return []upstreams.Tool{{Name: "echo", Description: "Echo.", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
 }
 

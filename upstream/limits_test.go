@@ -144,3 +144,40 @@ func TestSaveChecks(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, srv.LastError, "cannot connect to upstream server down")
 }
+
+// TestFloodingServerGetsOneRefreshAtATime: a server that floods
+// notifications/tools/list_changed gets one refresh at a time and one
+// more after it, however many it sends; while its refresh hangs, calls
+// to it and to another server answer.
+func TestFloodingServerGetsOneRefreshAtATime(t *testing.T) {
+	t.Parallel()
+	f, h := newFixture(t), newHarness(t)
+	ctx := context.Background()
+	const image = "acme/tools:1"
+	h.setStdioImages(t, h.a.ID, image)
+	h.add(t, h.a, "tools", "", func(in *upstreams.Input) {
+		in.Transport, in.URL, in.Image = upstreams.Stdio, "", image
+	})
+	h.add(t, h.a, "other", f.http.URL+"/mcp", nil)
+	require.Equal(t, 1, h.stdio.listings(), "saving lists once")
+	gate := make(chan struct{})
+	h.stdio.mu.Lock()
+	h.stdio.gate = gate
+	changed := h.stdio.changed
+	h.stdio.mu.Unlock()
+	require.NotNil(t, changed, "the session listens for list_changed")
+
+	for range 1000 {
+		changed()
+	}
+	require.Eventually(t, func() bool { return h.stdio.listings() == 2 }, 10*time.Second, 5*time.Millisecond, "one refresh runs")
+	sub := h.operator(h.a)
+	_, err := h.svc.Call(ctx, sub, "tools:echo", nil)
+	require.NoError(t, err, "a call to the flooding server answers while its refresh hangs")
+	_, err = h.svc.Call(ctx, sub, "other:echo", map[string]any{"text": "x"})
+	require.NoError(t, err, "another server answers")
+	close(gate)
+	require.Eventually(t, func() bool { return h.stdio.listings() == 3 }, 10*time.Second, 5*time.Millisecond, "one more after it")
+	h.svc.Stop() // waits for the refreshes
+	require.Equal(t, 3, h.stdio.listings(), "a thousand notifications made two refreshes")
+}

@@ -92,9 +92,30 @@ func (o *OAuth) Discover(ctx context.Context, serverURL string, a upstreams.Auth
 		a.Resource = serverURL
 	}
 	if prm.Resource != "" {
+		if !coversServer(prm.Resource, serverURL) {
+			return a, fault.New(fault.Unavailable, "the server's protected-resource metadata names resource %q, which is not %s nor a parent of it (RFC 9728 §3.3)",
+				prm.Resource, serverURL)
+		}
 		a.Resource = prm.Resource
 	}
 	return a, nil
+}
+
+// coversServer reports whether resource, from a server's protected-resource
+// metadata, identifies the server at serverURL: the same URL, or a parent
+// of it on the same origin. Any other resource would have Visor ask for a
+// token meant for another server, and send it to this one.
+func coversServer(resource, serverURL string) bool {
+	r, err := url.Parse(resource)
+	if err != nil || r.RawQuery != "" || r.Fragment != "" || r.User != nil {
+		return false
+	}
+	s, err := url.Parse(serverURL)
+	if err != nil || !strings.EqualFold(r.Scheme, s.Scheme) || !strings.EqualFold(r.Host, s.Host) {
+		return false
+	}
+	rp, sp := strings.TrimSuffix(r.Path, "/"), strings.TrimSuffix(s.Path, "/")
+	return rp == sp || strings.HasPrefix(sp, rp+"/")
 }
 
 // getFirst reads the first of the well-known documents of base that

@@ -8,13 +8,16 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/upstreams"
+	"github.com/visorhq/visor/upstream"
 )
 
 // oauthUpstream is an MCP server behind its own authorization server: it
@@ -132,4 +135,66 @@ func TestClientCredentials(t *testing.T) {
 	up.mu.Unlock()
 	_, err = h.store.Token(ctx, h.a.ID, srv.ID, [16]byte{})
 	require.True(t, fault.Is(err, fault.NotFound))
+}
+
+// TestDiscoverRefusesAForeignResource: a server's protected-resource
+// metadata must name the server itself (or a parent of its URL on the
+// same origin) as its resource (RFC 9728 §3.3). A server that names
+// another one's resource would have Visor ask for, and then send it, a
+// token meant for that other resource; its metadata is refused and no
+// token is asked for.
+func TestDiscoverRefusesAForeignResource(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Bool
+	var resource atomic.Value
+	resource.Store("")
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	js := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("/.well-known/oauth-protected-resource/t/evil/mcp", func(w http.ResponseWriter, _ *http.Request) {
+		js(w, map[string]any{"resource": resource.Load(), "authorization_servers": []string{srv.URL}})
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		js(w, map[string]any{"issuer": srv.URL, "token_endpoint": srv.URL + "/token"})
+	})
+	mux.HandleFunc("/token", func(w http.ResponseWriter, _ *http.Request) {
+		asked.Store(true)
+		js(w, map[string]any{"access_token": "tok", "token_type": "Bearer"})
+	})
+	dev := []string{"127.0.0.1"}
+	check := func(raw string) (string, error) { return egress.CheckURL(raw, dev) }
+	o := upstream.NewOAuth(egress.New(egress.Config{AllowPrivateHosts: dev}), check)
+	ctx := context.Background()
+	server := srv.URL + "/t/evil/mcp"
+
+	for _, foreign := range []string{srv.URL + "/t/globex/mcp", "https://mcp.example.com/mcp", srv.URL + "/t/evil/mcp2", srv.URL + "/t/evil/mcp/more"} {
+		resource.Store(foreign)
+		_, err := o.Discover(ctx, server, upstreams.Auth{Kind: upstreams.AuthClientCredentials})
+		require.True(t, fault.Is(err, fault.Unavailable), "%s: %v", foreign, err)
+		require.Contains(t, fault.Message(err), "names resource", foreign)
+	}
+	for _, own := range []string{server, server + "/", srv.URL + "/t/evil", srv.URL, ""} {
+		resource.Store(own)
+		a, err := o.Discover(ctx, server, upstreams.Auth{Kind: upstreams.AuthClientCredentials})
+		require.NoError(t, err, own)
+		want := own
+		if own == "" {
+			want = server
+		}
+		require.Equal(t, want, a.Resource)
+	}
+
+	// Saved with client credentials, the server with a foreign resource
+	// gets no token asked for on its behalf.
+	h := newHarness(t)
+	resource.Store(srv.URL + "/t/globex/mcp")
+	saved, err := h.svc.Create(ctx, h.a.ID, upstreams.Input{Name: "evil", Transport: upstreams.StreamableHTTP, URL: server,
+		Auth: upstreams.Auth{Kind: upstreams.AuthClientCredentials, ClientID: "visor"}}, "test")
+	require.NoError(t, err)
+	require.Contains(t, saved.LastError, "names resource")
+	require.False(t, asked.Load(), "no token is asked for another resource")
 }

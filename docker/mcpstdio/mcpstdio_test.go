@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -187,15 +188,24 @@ func (h *harness) undenied(t *testing.T) identity.Agent {
 func TestStdioImageAllowList(t *testing.T) {
 	t.Parallel()
 	image := fixtureImage(t)
-	h := newHarness(t, []string{image}, time.Minute)
+	const absent = "visor-test/absent:never-pulled"
+	h := newHarness(t, []string{image, absent}, time.Minute)
 	in := upstreams.Input{Name: "other", Transport: upstreams.Stdio, Image: "debian:bookworm-slim", Command: []string{"true"}}
 	_, err := h.svc.Create(context.Background(), h.a.ID, in, "test")
 	require.ErrorContains(t, err, "not on the tenant's allow list of stdio images")
 
-	h.setImages(t, &h.a, image, "debian:bookworm-slim")
+	h.setImages(t, &h.a, image, "debian:bookworm-slim", absent)
 	srv, err := h.svc.Create(context.Background(), h.a.ID, in, "test")
 	require.NoError(t, err)
 	require.Contains(t, srv.LastError, "not on this worker's allow list")
+	require.Empty(t, h.containers(t, h.a))
+
+	// On both lists but not held by the worker: refused, never pulled.
+	in.Name, in.Image = "absent", absent
+	srv, err = h.svc.Create(context.Background(), h.a.ID, in, "test")
+	require.NoError(t, err)
+	require.Contains(t, srv.LastError, "images are never pulled")
+	require.Error(t, exec.Command("docker", "image", "inspect", absent).Run(), "the image was not pulled")
 	require.Empty(t, h.containers(t, h.a))
 }
 

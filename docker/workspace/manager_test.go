@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -312,4 +313,114 @@ func TestCommandsCannotWritePastTheQuota(t *testing.T) {
 	a, err = m.Do(ctx, raised, domain.Op{Exec: &domain.ExecArgs{Cmd: "dd if=/dev/zero of=big bs=1M count=80 && rm big", WaitMS: 30000}}, false)
 	require.NoError(t, err)
 	require.True(t, *a.Session.CommandOK, a.Session.Output)
+}
+
+// TestSessionsKillAllTTYAndOutputCap: kill_all ends every running
+// command of the workspace; tty gives a command a terminal; a session
+// keeps the last MaxOutputKept bytes of its output (an older cursor
+// reports the bytes dropped), an answer carries at most max_bytes of it
+// and says more follows.
+func TestSessionsKillAllTTYAndOutputCap(t *testing.T) {
+	e := setup(t)
+	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
+	ctx := context.Background()
+	do := func(op domain.Op) domain.Answer {
+		t.Helper()
+		a, err := m.Do(ctx, e.ref, op, false)
+		require.NoError(t, err)
+		return a
+	}
+
+	one, two := exec(t, m, e.ref, "sleep 60", 200*time.Millisecond), exec(t, m, e.ref, "sleep 60", 200*time.Millisecond)
+	require.Equal(t, domain.Running, one.Status)
+	require.Equal(t, domain.Running, two.Status)
+	a := do(domain.Op{Act: &domain.ActArgs{Action: "kill_all"}})
+	require.ElementsMatch(t, []string{one.SessionID, two.SessionID}, a.Act.Killed)
+	for _, id := range []string{one.SessionID, two.SessionID} {
+		v := do(domain.Op{Observe: &domain.ObserveArgs{Action: "status", SessionID: id}}).Session
+		require.Equal(t, domain.Exited, v.Status)
+		require.False(t, *v.CommandOK)
+		require.Equal(t, "killed by session_act", v.CommandError)
+	}
+	require.Empty(t, do(domain.Op{Act: &domain.ActArgs{Action: "kill_all"}}).Act.Killed, "nothing is left running")
+
+	v := exec(t, m, e.ref, "if [ -t 1 ]; then echo terminal; else echo pipe; fi", 10*time.Second)
+	require.Equal(t, "pipe\n", v.Output)
+	a = do(domain.Op{Exec: &domain.ExecArgs{Cmd: "if [ -t 1 ]; then echo terminal; else echo pipe; fi", TTY: true, WaitMS: 10000}})
+	require.True(t, a.Session.TTY)
+	require.Equal(t, "terminal", strings.TrimSpace(a.Session.Output), "tty gives the command a terminal")
+
+	const total = domain.MaxOutputKept + 1<<20
+	v = exec(t, m, e.ref, "head -c "+strconv.Itoa(total)+" /dev/zero | tr '\\0' a", 30*time.Second)
+	require.Equal(t, domain.Exited, v.Status, "the command ended")
+	require.True(t, *v.CommandOK)
+	require.EqualValues(t, total, v.OutputBytes)
+	require.True(t, v.OutputTruncated, "more output follows the answer's")
+	require.LessOrEqual(t, len(v.Output), domain.DefaultReadBytes)
+	require.EqualValues(t, 1<<20, v.Dropped, "the oldest output beyond the kept tail is gone")
+	require.EqualValues(t, 1<<20, v.Cursor)
+	r := do(domain.Op{Observe: &domain.ObserveArgs{Action: "status", SessionID: v.SessionID, Cursor: total - 10, MaxBytes: 100}}).Session
+	require.Equal(t, strings.Repeat("a", 10), r.Output)
+	require.False(t, r.OutputTruncated)
+	r = do(domain.Op{Observe: &domain.ObserveArgs{Action: "status", SessionID: v.SessionID, Cursor: 1 << 20, MaxBytes: domain.MaxOutputRead}}).Session
+	require.Len(t, r.Output, domain.MaxOutputRead)
+	require.True(t, r.OutputTruncated)
+	_, err := m.Do(ctx, e.ref, domain.Op{Observe: &domain.ObserveArgs{Action: "status", SessionID: v.SessionID, MaxBytes: domain.MaxOutputRead + 1}}, false)
+	require.True(t, fault.Is(err, fault.Invalid), "max_bytes over its cap: %v", err)
+}
+
+// TestOperatorsStopSessions: an operator's view of a held workspace lists
+// its running commands (states, never the command lines), and stopping
+// its sessions kills every one.
+func TestOperatorsStopSessions(t *testing.T) {
+	e := setup(t)
+	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
+	svc := domain.NewService(domain.Config{Store: e.store, Tasks: e.store, Skills: e.store, Artifacts: e.store, Runner: localRunner{m}})
+	ctx := context.Background()
+	v := exec(t, m, e.ref, "sleep 60 # private-words", 200*time.Millisecond)
+	require.Equal(t, domain.Running, v.Status)
+
+	d, err := svc.Detail(ctx, e.tenant.ID, e.agent.ID)
+	require.NoError(t, err)
+	require.True(t, d.Live)
+	require.Len(t, d.Sessions, 1)
+	require.Equal(t, v.SessionID, d.Sessions[0].SessionID)
+	require.Equal(t, domain.Running, d.Sessions[0].Status)
+	require.Empty(t, d.Sessions[0].Cmd, "operators see states and sizes, not command lines")
+
+	killed, err := svc.StopSessions(ctx, e.tenant.ID, e.agent.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{v.SessionID}, killed)
+	a, err := m.Do(ctx, e.ref, domain.Op{Observe: &domain.ObserveArgs{Action: "status", SessionID: v.SessionID}}, false)
+	require.NoError(t, err)
+	require.Equal(t, domain.Exited, a.Session.Status)
+	require.Equal(t, "killed by session_act", a.Session.CommandError)
+}
+
+// TestSessionLimits: a workspace runs at most MaxSessions commands at
+// once (one more is refused until one ends, and an ended session makes
+// room), and input to a session is bounded.
+func TestSessionLimits(t *testing.T) {
+	e := setup(t)
+	m := e.manager(t, "ws-test-"+uuid.NewString()[:8])
+	ctx := context.Background()
+	var first string
+	for i := range domain.MaxSessions {
+		v := exec(t, m, e.ref, "sleep 120", time.Millisecond)
+		require.Equal(t, domain.Running, v.Status, "session %d", i)
+		if i == 0 {
+			first = v.SessionID
+		}
+	}
+	_, err := m.Do(ctx, e.ref, domain.Op{Exec: &domain.ExecArgs{Cmd: "true", WaitMS: 1}}, false)
+	require.True(t, fault.Is(err, fault.RateLimited), "one more than the limit: %v", err)
+	_, err = m.Do(ctx, e.ref, domain.Op{Act: &domain.ActArgs{Action: "write", SessionID: first, Input: strings.Repeat("x", domain.MaxInputBytes+1)}}, false)
+	require.True(t, fault.Is(err, fault.TooLarge), "input over its cap: %v", err)
+	a, err := m.Do(ctx, e.ref, domain.Op{Act: &domain.ActArgs{Action: "kill", SessionID: first}}, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{first}, a.Act.Killed)
+	v := exec(t, m, e.ref, "echo room", 10*time.Second)
+	require.Equal(t, "room\n", v.Output, "an ended session makes room")
+	_, err = m.Do(ctx, e.ref, domain.Op{Act: &domain.ActArgs{Action: "kill_all"}}, false)
+	require.NoError(t, err)
 }

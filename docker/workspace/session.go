@@ -27,6 +27,9 @@ type session struct {
 	tty     bool
 	started time.Time
 	conn    types.HijackedResponse
+	// redact, when not nil, takes the employee's Skill variable values
+	// out of the output before it is kept.
+	redact *streamRedactor
 
 	mu       sync.Mutex
 	out      []byte // the kept tail of the output
@@ -47,18 +50,28 @@ func (s *session) running() bool {
 	}
 }
 
-// Write keeps output, dropping the oldest beyond MaxOutputKept.
+// Write keeps output (redacted), dropping the oldest beyond
+// MaxOutputKept.
 func (s *session) Write(p []byte) (int, error) {
 	s.mu.Lock()
+	s.keep(p, false)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	return len(p), nil
+}
+
+// keep adds p to the kept output; final flushes what the redactor held
+// back. s.mu is held.
+func (s *session) keep(p []byte, final bool) {
+	if s.redact != nil {
+		p = s.redact.feed(p, final)
+	}
 	s.out = append(s.out, p...)
 	if over := len(s.out) - domain.MaxOutputKept; over > 0 {
 		s.out = append(s.out[:0:0], s.out[over:]...)
 		s.base += int64(over)
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
-	return len(p), nil
 }
 
 // view is the session from cursor on, at most max bytes of output.
@@ -100,6 +113,9 @@ func (s *session) end(code int, cause string) {
 	defer s.mu.Unlock()
 	if !s.ended.IsZero() {
 		return
+	}
+	if s.redact != nil {
+		s.keep(nil, true)
 	}
 	s.ended, s.exitCode = time.Now(), code
 	if s.cause == "" {
@@ -202,6 +218,13 @@ func (h *held) roomForSession() error {
 // id the shell records so session_act and the timeout can end the whole
 // group.
 func (m *Manager) startSession(ctx context.Context, h *held, a domain.ExecArgs, workdir string) (*session, error) {
+	var values map[string]string
+	if m.stores.Skills != nil {
+		var err error
+		if values, err = domain.RedactedValues(ctx, m.stores.Skills, m.cfg.Keys, h.ref.Tenant, h.ref.Agent); err != nil {
+			return nil, err
+		}
+	}
 	id := newSessionID()
 	env := []string{"WORKSPACE_COMMAND=" + a.Cmd}
 	for k, v := range a.Env {
@@ -218,7 +241,8 @@ func (m *Manager) startSession(ctx context.Context, h *held, a domain.ExecArgs, 
 	if err != nil {
 		return nil, fault.Newf(fault.Unavailable, err, "the command could not be attached")
 	}
-	s := &session{id: id, cmd: clipCmd(a.Cmd), tty: a.TTY, started: time.Now(), conn: conn, changed: make(chan struct{}), done: make(chan struct{})}
+	s := &session{id: id, cmd: clipCmd(a.Cmd), tty: a.TTY, started: time.Now(), conn: conn, changed: make(chan struct{}), done: make(chan struct{}),
+		redact: newStreamRedactor(values)}
 	h.mu.Lock()
 	h.sessions[id] = s
 	h.mu.Unlock()

@@ -79,8 +79,25 @@ func (e *toolEnv) call(t *testing.T, sub *tools.Subject, name string, args map[s
 	var m map[string]any
 	b, _ := json.Marshal(res.Structured)
 	require.NoError(t, json.Unmarshal(b, &m))
-	require.NotContains(t, m, "ok", "no generic ok in structured content")
+	requireNoGenericOK(t, m)
 	return res, m, nil
+}
+
+// requireNoGenericOK fails when structured content holds a generic "ok"
+// key at any depth: answers carry domain fields instead.
+func requireNoGenericOK(t *testing.T, v any) {
+	t.Helper()
+	switch x := v.(type) {
+	case map[string]any:
+		require.NotContains(t, x, "ok", "no generic ok in structured content")
+		for _, e := range x {
+			requireNoGenericOK(t, e)
+		}
+	case []any:
+		for _, e := range x {
+			requireNoGenericOK(t, e)
+		}
+	}
 }
 
 type refused struct{ d tools.Decision }
@@ -118,6 +135,10 @@ func TestSkillEnvIsRedactedFromOutput(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, true, m["encrypted"])
 	require.NotContains(t, res.Text, secret)
+	res, m, err = e.call(t, e.ada, "skill_package", map[string]any{"action": "env_list", "name": "deploy-app"})
+	require.NoError(t, err)
+	require.Equal(t, []any{map[string]any{"name": "DEPLOY_TOKEN", "set": true}}, m["variables"], "env_list names the variable and says it is set")
+	require.NotContains(t, res.Text, secret, "never its value")
 
 	res, m, err = e.call(t, e.ada, "exec_command", map[string]any{"cmd": `echo "token=$DEPLOY_TOKEN"; test "$DEPLOY_TOKEN" = ` + secret + ` && echo same`, "skill": "deploy-app", "wait_ms": 10000})
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package grants
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/tools"
@@ -31,11 +32,27 @@ func (svc *Service) Register(reg *tools.Registry) {
 			if err != nil {
 				return nil, err
 			}
+			text := fmt.Sprintf("Request %s for %s is pending an operator's decision. If it is approved you will receive tools/list_changed and %s will appear in tools/list.",
+				r.ID, r.Tool, r.Tool)
+			if upstreamTool(r.Tool, c.Subject) {
+				// Upstream tools are never listed: a grant makes one found.
+				text = fmt.Sprintf("Request %s for %s is pending an operator's decision. If it is approved, mcp_tool_search will find %s and mcp_tool_call will call it.",
+					r.ID, r.Tool, r.Tool)
+			}
 			return &tools.Result{
-				Text: fmt.Sprintf("Request %s for %s is pending an operator's decision. If it is approved you will receive tools/list_changed and %s will appear in tools/list.",
-					r.ID, r.Tool, r.Tool),
+				Text:       text,
 				Structured: map[string]any{"request_id": r.ID, "tool": r.Tool, "status": r.Status},
 			}, nil
 		},
 	})
+}
+
+// upstreamTool reports whether tool names an upstream MCP server's tool
+// (mcp__<server>__<tool> for a server other than Visor's own name).
+func upstreamTool(tool string, sub *tools.Subject) bool {
+	own := tools.DefaultServerName
+	if sub != nil && sub.Tenant.Settings.ServerName != "" {
+		own = sub.Tenant.Settings.ServerName
+	}
+	return strings.HasPrefix(tool, tools.UpstreamPrefix) && !strings.HasPrefix(tool, tools.UpstreamPrefix+own+"__")
 }

@@ -49,7 +49,7 @@ func (g *guards) enter(srv Server) (done func(failed bool), err error) {
 	probe := false
 	if st.failures >= breakerFailures {
 		if now.Before(st.openUntil) || st.probing {
-			wait := max(time.Until(st.openUntil).Round(time.Second), time.Second)
+			wait := max(st.openUntil.Sub(now).Round(time.Second), time.Second)
 			return nil, fault.New(fault.Unavailable, "upstream server %s is failing (%d calls in a row); calls to it are paused, retry in %s",
 				srv.Name, st.failures, wait)
 		}

@@ -3,6 +3,7 @@ package upstreams
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"net/url"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -13,9 +14,10 @@ import (
 // maxArgsBytes caps one call's arguments.
 const maxArgsBytes = 1 << 20
 
-// resolved caches resolved input schemas by their bytes' hash; a schema
-// the validator cannot read (an unsupported draft, a remote $ref) is kept
-// as nil and the upstream checks the arguments itself.
+// resolved caches resolved input schemas by their bytes' hash. A $ref to
+// a remote schema is never fetched: it stands for any value, and the rest
+// of the schema is checked. A schema the validator cannot read at all is
+// kept as nil (a refresh stores no tool with one).
 var resolved = struct {
 	sync.Mutex
 	m map[[32]byte]*jsonschema.Resolved
@@ -34,8 +36,8 @@ func checkArgs(t Tool, args map[string]any) (json.RawMessage, error) {
 		return nil, fault.New(fault.TooLarge, "arguments must be at most %d bytes", maxArgsBytes)
 	}
 	rs := resolve(t.InputSchema)
-	if rs == nil {
-		return raw, nil
+	if rs == nil { // a refresh keeps no such tool; never send unchecked arguments
+		return nil, fault.New(fault.Invalid, "the input schema of %s:%s cannot be read, so its arguments cannot be checked; refresh the server", t.Server, t.Name)
 	}
 	var inst any // numbers as float64, as the validator expects
 	if err := json.Unmarshal(raw, &inst); err != nil {
@@ -57,7 +59,7 @@ func resolve(schema json.RawMessage) *jsonschema.Resolved {
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(schema, &s); err == nil {
-		rs, _ = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
+		rs, _ = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false, Loader: anyValue})
 	}
 	resolved.Lock()
 	if len(resolved.m) >= maxResolved {
@@ -67,3 +69,8 @@ func resolve(schema json.RawMessage) *jsonschema.Resolved {
 	resolved.Unlock()
 	return rs
 }
+
+// anyValue stands in for a remote schema a $ref names: Visor fetches
+// nothing an upstream's schema points at, and lets the upstream check
+// that part.
+func anyValue(*url.URL) (*jsonschema.Schema, error) { return &jsonschema.Schema{}, nil }

@@ -25,8 +25,9 @@ func toolNameOK(n string) bool {
 
 // cleanTools keeps what a refresh stores of a server's list: tools with a
 // valid, unique name, descriptions cut to maxToolDescription bytes, and
-// schemas of at most maxSchemaBytes. A tool that breaks a rule is left
-// out; a list with none usable but some listed is an error.
+// schemas of at most maxSchemaBytes, whose input schema Visor can read
+// (so every call's arguments are checked). A tool that breaks a rule is
+// left out; a list with none usable but some listed is an error.
 func cleanTools(server string, list []Tool) ([]Tool, error) {
 	out := make([]Tool, 0, len(list))
 	seen := map[string]bool{}
@@ -41,6 +42,9 @@ func cleanTools(server string, list []Tool) ([]Tool, error) {
 		t.Title = cut(t.Title, 200)
 		if len(bytes.TrimSpace(t.InputSchema)) == 0 || string(t.InputSchema) == "null" {
 			t.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		if resolve(t.InputSchema) == nil {
+			continue // its arguments could not be checked before a call
 		}
 		out = append(out, t)
 	}

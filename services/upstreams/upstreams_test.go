@@ -1,6 +1,7 @@
 package upstreams
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -93,7 +94,11 @@ func TestBreaker(t *testing.T) {
 	_, err := g.enter(srv)
 	require.True(t, fault.Is(err, fault.Unavailable))
 	require.Contains(t, fault.Message(err), "upstream server flaky is failing (5 calls in a row)")
-	now = now.Add(breakerOpen + time.Second)
+	require.Contains(t, fault.Message(err), "retry in 30s")
+	now = now.Add(breakerOpen - 10*time.Second)
+	_, err = g.enter(srv)
+	require.Contains(t, fault.Message(err), "retry in 10s", "the wait is counted on the breaker's clock")
+	now = now.Add(10*time.Second + time.Second)
 	probe, err := g.enter(srv)
 	require.NoError(t, err, "after the pause one call is let through")
 	_, err = g.enter(srv)
@@ -126,4 +131,86 @@ func TestCleanTools(t *testing.T) {
 	require.JSONEq(t, `{"type":"object"}`, string(list[0].InputSchema))
 	_, err = cleanTools("s", []Tool{{Name: "bad name"}})
 	require.Error(t, err)
+
+	// A tool whose input schema Visor cannot read would have its
+	// arguments go unchecked: it is left out.
+	list, err = cleanTools("s", []Tool{{Name: "odd", InputSchema: json.RawMessage(`{"type":5}`)}, {Name: "fine", InputSchema: json.RawMessage(`{"type":"object"}`)}})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "fine", list[0].Name)
+	_, err = checkArgs(Tool{Server: "s", Name: "odd", InputSchema: json.RawMessage(`{"type":5}`)}, map[string]any{})
+	require.True(t, fault.Is(err, fault.Invalid), "arguments that cannot be checked are not sent: %v", err)
+}
+
+// TestCheckArgsWithARemoteRef: a schema with a $ref to a remote schema is
+// still checked (Visor never fetches the remote schema: what it names
+// takes any value), so a wrong type elsewhere is refused before the call
+// leaves.
+func TestCheckArgsWithARemoteRef(t *testing.T) {
+	tool := Tool{Server: "s", Name: "t", InputSchema: json.RawMessage(`{"type":"object","required":["n"],
+		"properties":{"n":{"type":"integer"},"doc":{"$ref":"https://schemas.example.com/doc.json"}}}`)}
+	_, err := checkArgs(tool, map[string]any{"n": "seven", "doc": map[string]any{"x": 1}})
+	require.True(t, fault.Is(err, fault.Invalid), "a wrong type beside a remote $ref: %v", err)
+	_, err = checkArgs(tool, map[string]any{"doc": "anything"})
+	require.True(t, fault.Is(err, fault.Invalid), "a missing required argument: %v", err)
+	raw, err := checkArgs(tool, map[string]any{"n": 7, "doc": map[string]any{"x": 1}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":7,"doc":{"x":1}}`, string(raw))
+}
+
+type countedSession struct{ closed chan struct{} }
+
+func (s *countedSession) Tools(context.Context, int) ([]Tool, error) { return nil, nil }
+func (s *countedSession) Call(context.Context, string, json.RawMessage) (Result, error) {
+	return Result{}, nil
+}
+func (s *countedSession) Close() error { close(s.closed); return nil }
+
+// TestPoolKeepsWarmAndReapsIdle: one session per server and version is
+// kept warm and shared; a new version closes the old one; a session
+// unused past the idle time is closed by the reaper, and the next call
+// opens a fresh one.
+func TestPoolKeepsWarmAndReapsIdle(t *testing.T) {
+	t.Parallel()
+	p := newPool()
+	ctx := context.Background()
+	opened := 0
+	open := func(context.Context) (Session, error) {
+		opened++
+		return &countedSession{closed: make(chan struct{})}, nil
+	}
+	srv := Server{ID: uuid.New(), Version: 1}
+	a, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	b, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.Same(t, a, b, "kept warm between calls")
+	require.Equal(t, 1, opened)
+
+	p.reap(time.Hour)
+	c, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.Same(t, a, c, "a session in use is not reaped")
+
+	srv.Version = 2
+	d, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.NotSame(t, a, d)
+	<-a.(*countedSession).closed // the old version's session is closed
+
+	p.mu.Lock()
+	for _, k := range p.sessions {
+		k.lastUsed = time.Now().Add(-2 * time.Minute)
+	}
+	p.mu.Unlock()
+	p.reap(time.Minute)
+	select {
+	case <-d.(*countedSession).closed:
+	default:
+		t.Fatal("an idle session is closed by the reaper")
+	}
+	e, err := p.get(ctx, srv, uuid.Nil, open)
+	require.NoError(t, err)
+	require.NotSame(t, d, e, "the next call opens a fresh session")
+	require.Equal(t, 3, opened)
 }

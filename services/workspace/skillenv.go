@@ -44,21 +44,14 @@ func OpenSkillEnv(ctx context.Context, src EnvSource, keys *secrets.Keyring, ten
 // bytes or longer) with [redacted:NAME]; nil when there is nothing to
 // replace.
 func Redactor(ctx context.Context, src EnvSource, keys *secrets.Keyring, tenantID, agentID uuid.UUID) (*strings.Replacer, error) {
-	vars, err := src.SkillEnv(ctx, tenantID, agentID, "")
-	if err != nil || len(vars) == 0 || keys == nil {
+	values, err := RedactedValues(ctx, src, keys, tenantID, agentID)
+	if err != nil || len(values) == 0 {
 		return nil, err
 	}
 	type pair struct{ value, name string }
-	var pairs []pair
-	for _, v := range vars {
-		plain, err := keys.Open(v.Sealed, envContext(tenantID, agentID, v.Skill, v.Name))
-		if err != nil || len(plain) < 4 { // too short to redact without mangling ordinary output
-			continue
-		}
-		pairs = append(pairs, pair{string(plain), "[redacted:" + v.Name + "]"})
-	}
-	if len(pairs) == 0 {
-		return nil, nil
+	pairs := make([]pair, 0, len(values))
+	for v, name := range values {
+		pairs = append(pairs, pair{v, name})
 	}
 	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i].value) > len(pairs[j].value) })
 	args := make([]string, 0, 2*len(pairs))
@@ -66,6 +59,25 @@ func Redactor(ctx context.Context, src EnvSource, keys *secrets.Keyring, tenantI
 		args = append(args, p.value, p.name)
 	}
 	return strings.NewReplacer(args...), nil
+}
+
+// RedactedValues maps the values of an employee's Skill variables (four
+// bytes or longer) to what replaces them, [redacted:NAME]; empty when
+// there is none (or no key to open them).
+func RedactedValues(ctx context.Context, src EnvSource, keys *secrets.Keyring, tenantID, agentID uuid.UUID) (map[string]string, error) {
+	vars, err := src.SkillEnv(ctx, tenantID, agentID, "")
+	if err != nil || len(vars) == 0 || keys == nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, v := range vars {
+		plain, err := keys.Open(v.Sealed, envContext(tenantID, agentID, v.Skill, v.Name))
+		if err != nil || len(plain) < 4 { // too short to redact without mangling ordinary output
+			continue
+		}
+		out[string(plain)] = "[redacted:" + v.Name + "]"
+	}
+	return out, nil
 }
 
 // Redact replaces the values r names in the command lines and output an

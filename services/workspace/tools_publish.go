@@ -150,14 +150,19 @@ func (s *Service) imageBytes(ctx context.Context, c tools.Call, a imageArgs) ([]
 		if err != nil {
 			return nil, "", fault.New(fault.NotFound, "artifact not found")
 		}
-		art, b, err := s.cfg.Artifacts.Artifact(ctx, p.TenantID, id, true)
-		if err != nil || art.AgentID != p.AgentID {
+		// Its size is checked before its content (up to 64 MiB) is read.
+		art, _, err := s.cfg.Artifacts.Artifact(ctx, p.TenantID, id, false)
+		if fault.Is(err, fault.NotFound) || (err == nil && art.AgentID != p.AgentID) {
 			return nil, "", fault.New(fault.NotFound, "artifact not found")
+		}
+		if err != nil {
+			return nil, "", err
 		}
 		if art.Size > MaxImageBytes {
 			return nil, "", fault.New(fault.TooLarge, "the artifact holds %d bytes; images of at most %d are viewed", art.Size, MaxImageBytes)
 		}
-		return b, "artifact", nil
+		_, b, err := s.cfg.Artifacts.Artifact(ctx, p.TenantID, id, true)
+		return b, "artifact", err
 	case a.Path != "":
 		ans, err := s.run(ctx, c.Subject, Op{Fetch: &FetchArgs{Path: a.Path, Max: MaxImageBytes}})
 		if err != nil {

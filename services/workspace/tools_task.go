@@ -123,6 +123,7 @@ func (s *Service) taskCreate(ctx context.Context, p identity.Principal, a taskAr
 		}
 		t.Steps = append(t.Steps, Step{Title: strings.TrimSpace(st)})
 	}
+	fromRound := false
 	switch {
 	case a.BoardTaskID != "":
 		id, err := uuid.Parse(a.BoardTaskID)
@@ -132,9 +133,14 @@ func (s *Service) taskCreate(ctx context.Context, p identity.Principal, a taskAr
 		t.BoardTaskID = &id
 	case p.TaskID != uuid.Nil: // the round's task, from the credential
 		id := p.TaskID
-		t.BoardTaskID = &id
+		t.BoardTaskID, fromRound = &id, true
 	}
-	if err := s.cfg.Tasks.CreateTask(ctx, t); err != nil {
+	err := s.cfg.Tasks.CreateTask(ctx, t)
+	if fromRound && fault.Is(err, fault.NotFound) { // the round's task is gone: track it unlinked
+		t.BoardTaskID = nil
+		err = s.cfg.Tasks.CreateTask(ctx, t)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return taskResult(*t, "task created"), nil

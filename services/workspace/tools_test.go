@@ -6,13 +6,18 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/identity"
@@ -24,6 +29,7 @@ import (
 )
 
 type fixture struct {
+	db       *postgres.DB
 	reg      *tools.Registry
 	ada, bob *tools.Subject
 	gil      *tools.Subject // another tenant's employee
@@ -56,7 +62,7 @@ func newFixture(t *testing.T, opts ...func(*workspace.Config)) *fixture {
 	svc := workspace.NewService(cfg)
 	reg := tools.NewRegistry()
 	svc.Register(reg)
-	return &fixture{reg: reg, store: st, ada: subject(acme, "ada"), bob: subject(acme, "bob"), gil: subject(globex, "gil")}
+	return &fixture{db: db, reg: reg, store: st, ada: subject(acme, "ada"), bob: subject(acme, "bob"), gil: subject(globex, "gil")}
 }
 
 func (f *fixture) call(t *testing.T, sub *tools.Subject, name string, args map[string]any) (*tools.Result, map[string]any, error) {
@@ -71,21 +77,53 @@ func (f *fixture) call(t *testing.T, sub *tools.Subject, name string, args map[s
 	var m map[string]any
 	b, _ := json.Marshal(res.Structured)
 	require.NoError(t, json.Unmarshal(b, &m))
-	require.NotContains(t, m, "ok", "no generic ok in structured content")
+	requireNoGenericOK(t, m)
 	return res, m, nil
+}
+
+// requireNoGenericOK fails when structured content holds a generic "ok"
+// key at any depth: answers carry domain fields instead.
+func requireNoGenericOK(t *testing.T, v any) {
+	t.Helper()
+	switch x := v.(type) {
+	case map[string]any:
+		require.NotContains(t, x, "ok", "no generic ok in structured content")
+		for _, e := range x {
+			requireNoGenericOK(t, e)
+		}
+	case []any:
+		for _, e := range x {
+			requireNoGenericOK(t, e)
+		}
+	}
 }
 
 // TestTaskManage: the whole life of a tracked task, complete refused
 // without evidence, and tasks private to their employee and tenant.
 func TestTaskManage(t *testing.T) {
 	f := newFixture(t)
-	round := uuid.New()
+	boardTask := func(tenant uuid.UUID) uuid.UUID {
+		bt := &board.Task{ID: uuid.New(), TenantID: tenant, Kind: board.KindTask, Title: "round", Status: board.Open,
+			CreatorKind: board.ByOperator, CreatedBy: "operator:k", Origin: board.Direct, Tags: []string{}}
+		require.NoError(t, postgres.NewBoardStore(f.db).CreateTask(context.Background(), bt, board.Effects{}, 10))
+		return bt.ID
+	}
+	round := boardTask(f.ada.Principal.TenantID)
 	f.ada.Principal.TaskID = round
 	_, m, err := f.call(t, f.ada, "task_manage", map[string]any{"action": "create", "title": "Fix add", "steps": []string{"reproduce", "fix", "test"}})
 	require.NoError(t, err)
 	id := m["task_id"].(string)
 	require.Equal(t, round.String(), m["board_task_id"], "linked to the round's board task")
 	require.Equal(t, "active", m["state"])
+	for _, other := range []uuid.UUID{boardTask(f.gil.Principal.TenantID), uuid.New()} {
+		_, _, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "create", "title": "x", "board_task_id": other.String()})
+		require.True(t, fault.Is(err, fault.NotFound), "a link to another tenant's or a missing board task: %v", err)
+	}
+	gone := *f.ada
+	gone.Principal.TaskID = uuid.New()
+	_, m2, err := f.call(t, &gone, "task_manage", map[string]any{"action": "create", "title": "after the round's task went"})
+	require.NoError(t, err)
+	require.Nil(t, m2["board_task_id"], "a round whose task is gone tracks it unlinked")
 
 	_, m, err = f.call(t, f.ada, "task_manage", map[string]any{"action": "checkpoint", "task_id": id, "note": "reproduced", "steps_done": []int{1}})
 	require.NoError(t, err)
@@ -210,4 +248,105 @@ func TestFileToolsWithoutAWorker(t *testing.T) {
 	for _, tl := range f.reg.All() {
 		require.True(t, tl.ProcessAgent, "%s acts for an employee only", tl.Name)
 	}
+}
+
+// TestViewImageOfAnArtifact: view_image reads an artifact of the caller
+// and returns it as an MCP image; another employee's artifact, another
+// tenant's and an artifact over the image limit are refused, and an
+// unknown id is not found.
+func TestViewImageOfAnArtifact(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var buf bytes.Buffer
+	img := image.NewNRGBA(image.Rect(0, 0, 300, 100))
+	for x := 0; x < 300; x++ {
+		for y := 0; y < 100; y++ {
+			img.SetNRGBA(x, y, color.NRGBA{R: 200, A: 255})
+		}
+	}
+	require.NoError(t, png.Encode(&buf, img))
+	put := func(sub *tools.Subject, size int64, content []byte) uuid.UUID {
+		a := workspace.Artifact{TenantID: sub.Principal.TenantID, AgentID: sub.Principal.AgentID, ID: uuid.New(), Name: "pic.png",
+			MediaType: "image/png", SHA256: "00", Size: size, CreatedAt: time.Now().UTC()}
+		require.NoError(t, f.store.PutArtifact(ctx, a, content))
+		return a.ID
+	}
+	pic := put(f.ada, int64(buf.Len()), buf.Bytes())
+
+	res, m, err := f.call(t, f.ada, "view_image", map[string]any{"artifact_id": pic.String(), "max_dimension": 150})
+	require.NoError(t, err)
+	require.Equal(t, "artifact", m["source"])
+	require.EqualValues(t, 150, m["width"])
+	require.EqualValues(t, 50, m["height"])
+	require.Len(t, res.Images, 1)
+	require.Equal(t, "image/jpeg", res.Images[0].MIMEType)
+
+	for _, sub := range []*tools.Subject{f.bob, f.gil} {
+		_, _, err = f.call(t, sub, "view_image", map[string]any{"artifact_id": pic.String()})
+		require.True(t, fault.Is(err, fault.NotFound), "%s views ada's artifact: %v", sub.Agent.Name, err)
+	}
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": uuid.NewString()})
+	require.True(t, fault.Is(err, fault.NotFound), "%v", err)
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": "not-an-id"})
+	require.True(t, fault.Is(err, fault.NotFound), "%v", err)
+	big := put(f.ada, workspace.MaxImageBytes+1, bytes.Repeat([]byte{0}, workspace.MaxImageBytes+1))
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": big.String()})
+	require.True(t, fault.Is(err, fault.TooLarge), "%v", err)
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"artifact_id": pic.String(), "path": "pic.png"})
+	require.True(t, fault.Is(err, fault.Invalid), "two sources: %v", err)
+}
+
+// fetcher serves one picture for any URL, recording what it was asked.
+type fetcher struct {
+	img   []byte
+	asked []string
+}
+
+func (f *fetcher) FetchImage(_ context.Context, raw string, max int64) ([]byte, error) {
+	f.asked = append(f.asked, raw)
+	if int64(len(f.img)) > max {
+		return nil, fault.New(fault.TooLarge, "too large")
+	}
+	return f.img, nil
+}
+
+// TestViewImageOfAnAllowedURL: view_image fetches an https URL on the
+// employee's allowed hosts through the configured fetcher (the outbound
+// guard in a deployment) and returns it resized as an MCP image; a host
+// off the list is never fetched.
+func TestViewImageOfAnAllowedURL(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, image.NewNRGBA(image.Rect(0, 0, 400, 200))))
+	fx := &fetcher{img: buf.Bytes()}
+	f := newFixture(t, func(c *workspace.Config) { c.Images = fx })
+	f.ada.Agent.Settings.Capabilities.WorkspaceConfig.AllowedHosts = []string{"img.example.com"}
+	res, m, err := f.call(t, f.ada, "view_image", map[string]any{"url": "https://img.example.com/a.png", "max_dimension": 100})
+	require.NoError(t, err)
+	require.Equal(t, "url", m["source"])
+	require.EqualValues(t, 100, m["width"])
+	require.EqualValues(t, 50, m["height"])
+	require.Len(t, res.Images, 1)
+	require.Equal(t, []string{"https://img.example.com/a.png"}, fx.asked)
+	_, _, err = f.call(t, f.ada, "view_image", map[string]any{"url": "https://other.example.com/a.png"})
+	require.True(t, fault.Is(err, fault.Forbidden), "%v", err)
+	_, _, err = f.call(t, f.bob, "view_image", map[string]any{"url": "https://img.example.com/a.png"})
+	require.True(t, fault.Is(err, fault.Forbidden), "another employee's allow list is its own: %v", err)
+	require.Len(t, fx.asked, 1, "refused URLs are never fetched")
+}
+
+// TestPublishLimits: file_publish's link lifetime and artifact name are
+// bounded before anything is packed.
+func TestPublishLimits(t *testing.T) {
+	f := newFixture(t)
+	for _, args := range []map[string]any{
+		{"path": "out", "ttl_seconds": 59},
+		{"path": "out", "ttl_seconds": 604801},
+		{"path": "out", "name": "a/b.tar.gz"},
+		{"path": "out", "name": strings.Repeat("n", 256)},
+	} {
+		_, _, err := f.call(t, f.ada, "file_publish", args)
+		require.True(t, fault.Is(err, fault.Invalid), "%v: %v", args, err)
+	}
+	_, _, err := f.call(t, f.ada, "file_publish", map[string]any{"path": "out", "ttl_seconds": 604800})
+	require.True(t, fault.Is(err, fault.Unavailable), "within bounds it goes to a worker (none here): %v", err)
 }

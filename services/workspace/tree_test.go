@@ -147,3 +147,104 @@ func TestFileEdit(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "b.txt"))
 	require.True(t, os.IsNotExist(err))
 }
+
+// TestFileToolLimits: every input of the file tools is bounded, and an
+// answer over its size is cut and says so.
+func TestFileToolLimits(t *testing.T) {
+	tr, dir := newTree(t)
+	var many strings.Builder
+	for i := range workspace.DefaultMaxLines + 5 {
+		many.WriteString(strings.Repeat("l", i%7) + "\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "many.txt"), []byte(many.String()), 0o644))
+	r, err := tr.Read(workspace.ReadArgs{Path: "many.txt"})
+	require.NoError(t, err)
+	require.True(t, r.Truncated)
+	require.Equal(t, workspace.DefaultMaxLines, r.EndLine)
+	require.Equal(t, workspace.DefaultMaxLines+5, r.TotalLines)
+	r, err = tr.Read(workspace.ReadArgs{Path: "many.txt", StartLine: workspace.DefaultMaxLines + 1})
+	require.NoError(t, err)
+	require.False(t, r.Truncated)
+	require.Equal(t, workspace.DefaultMaxLines+5, r.EndLine, "reading on from end_line+1 reaches the end")
+
+	wide := strings.Repeat(strings.Repeat("w", 1023)+"\n", workspace.MaxReplyBytes/1024+10)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "wide.txt"), []byte(wide), 0o644))
+	r, err = tr.Read(workspace.ReadArgs{Path: "wide.txt"})
+	require.NoError(t, err)
+	require.True(t, r.Truncated, "an answer is cut at the reply's bytes")
+	require.LessOrEqual(t, len(r.Content), workspace.MaxReplyBytes)
+
+	big, err := os.Create(filepath.Join(dir, "big.txt"))
+	require.NoError(t, err)
+	require.NoError(t, big.Truncate(workspace.MaxReadBytes+1))
+	require.NoError(t, big.Close())
+	_, err = tr.Read(workspace.ReadArgs{Path: "big.txt"})
+	require.True(t, fault.Is(err, fault.TooLarge), "a file over the read limit: %v", err)
+	_, err = tr.Edit(workspace.EditArgs{Action: "replace", Path: "big.txt", OldText: "a", NewText: "b"}, 64<<20)
+	require.True(t, fault.Is(err, fault.TooLarge), "an edit of a file over the read limit: %v", err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin.dat"), []byte{0xff, 0xfe, 0, 1}, 0o644))
+	_, err = tr.Read(workspace.ReadArgs{Path: "bin.dat"})
+	require.True(t, fault.Is(err, fault.Invalid), "a file that is not text: %v", err)
+	_, err = tr.Read(workspace.ReadArgs{Path: "many.txt", StartLine: 5, EndLine: 2})
+	require.True(t, fault.Is(err, fault.Invalid), "lines out of order: %v", err)
+	_, err = tr.Read(workspace.ReadArgs{Path: strings.Repeat("p", workspace.MaxPathBytes+1)})
+	require.True(t, fault.Is(err, fault.Invalid), "a path over its cap: %v", err)
+
+	over := strings.Repeat("x", workspace.MaxEditBytes+1)
+	for _, a := range []workspace.EditArgs{
+		{Action: "add", Path: "huge.txt", Content: over},
+		{Action: "replace", Path: "README.md", OldText: "hi", NewText: over, ExpectedMatches: 2},
+		{Action: "patch", Path: "README.md", Patch: over},
+	} {
+		_, err = tr.Edit(a, 64<<20)
+		require.Error(t, err, "%s over the edit limit", a.Action)
+		require.False(t, fault.Is(err, fault.Internal), "%s: %v", a.Action, err)
+	}
+	_, err = tr.Edit(workspace.EditArgs{Action: "rename", Path: "README.md"}, 1<<20)
+	require.True(t, fault.Is(err, fault.Invalid), "an unknown action: %v", err)
+
+	_, err = tr.Search(workspace.SearchArgs{Query: strings.Repeat("q", workspace.MaxQueryBytes+1)})
+	require.True(t, fault.Is(err, fault.Invalid), "a query over its cap: %v", err)
+	_, err = tr.Search(workspace.SearchArgs{Query: "hi", ContextLines: workspace.MaxContextLines + 1})
+	require.True(t, fault.Is(err, fault.Invalid), "context over its cap: %v", err)
+	s, err := tr.Search(workspace.SearchArgs{Query: "l", MaxMatches: workspace.MaxMatches + 500})
+	require.NoError(t, err)
+	require.Len(t, s.Matches, workspace.MaxMatches, "max_matches is held to its cap")
+	require.True(t, s.Truncated)
+
+	globs := make([]string, 33)
+	for i := range globs {
+		globs[i] = "*.go"
+	}
+	_, err = tr.List(workspace.ListArgs{Patterns: globs})
+	require.True(t, fault.Is(err, fault.Invalid), "too many patterns: %v", err)
+	for i := range 30 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "src", "deep", "f"+strings.Repeat("x", i+1)), nil, 0o644))
+	}
+	l, err := tr.List(workspace.ListArgs{MaxDepth: 99, MaxEntries: 10})
+	require.NoError(t, err)
+	require.Len(t, l.Entries, 10)
+	require.True(t, l.Truncated)
+}
+
+// TestExecArgsLimits: a command, its timeout, its wait and its workdir are
+// bounded; defaults fill what is not given.
+func TestExecArgsLimits(t *testing.T) {
+	for _, a := range []workspace.ExecArgs{
+		{Cmd: ""},
+		{Cmd: "   "},
+		{Cmd: strings.Repeat("x", workspace.MaxCommandBytes+1)},
+		{Cmd: "true\x00"},
+		{Cmd: "true", TimeoutMS: workspace.MaxTimeout.Milliseconds() + 1},
+		{Cmd: "true", TimeoutMS: -1},
+		{Cmd: "true", WaitMS: workspace.MaxWait.Milliseconds() + 1},
+		{Cmd: "true", Workdir: "../out"},
+	} {
+		err := a.Check()
+		require.True(t, fault.Is(err, fault.Invalid), "%q timeout %d wait %d workdir %q: %v", a.Cmd[:min(len(a.Cmd), 10)], a.TimeoutMS, a.WaitMS, a.Workdir, err)
+	}
+	a := workspace.ExecArgs{Cmd: "true"}
+	require.NoError(t, a.Check())
+	require.Equal(t, workspace.DefaultTimeout.Milliseconds(), a.TimeoutMS)
+	require.Equal(t, workspace.DefaultWait.Milliseconds(), a.WaitMS)
+}

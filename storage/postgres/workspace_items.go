@@ -77,6 +77,8 @@ func (s *WorkspaceStore) ByLink(ctx context.Context, tenantID uuid.UUID, tokenSH
 }
 
 // CreateTask inserts a task unless the employee has too many open ones.
+// Its board task, when set, must be one of its tenant's (NotFound
+// otherwise).
 func (s *WorkspaceStore) CreateTask(ctx context.Context, t *workspace.Task) error {
 	body, err := json.Marshal(t)
 	if err != nil {
@@ -93,6 +95,15 @@ func (s *WorkspaceStore) CreateTask(ctx context.Context, t *workspace.Task) erro
 		}
 		if n >= workspace.MaxOpenTasks {
 			return fault.New(fault.Conflict, "you have %d unfinished tasks; complete some first", n)
+		}
+		if t.BoardTaskID != nil { // a link to a board task of the same tenant only
+			var found bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE tenant_id = $1 AND id = $2)`, t.TenantID, *t.BoardTaskID).Scan(&found); err != nil {
+				return err
+			}
+			if !found {
+				return fault.New(fault.NotFound, "board task %s not found", *t.BoardTaskID)
+			}
 		}
 		err := tx.QueryRow(ctx, `INSERT INTO workspace_tasks (tenant_id, agent_id, id, title, state, board_task_id, body)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at, updated_at`,

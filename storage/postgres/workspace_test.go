@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/workspace"
@@ -104,6 +105,18 @@ func TestWorkspaceIsolation(t *testing.T) {
 	list, err := st.List(ctx, s.b.ID)
 	require.NoError(t, err)
 	require.Empty(t, list)
+	before, err := st.Get(ctx, s.a.ID, s.agentA.ID)
+	require.NoError(t, err)
+	require.NoError(t, st.Release(ctx, s.b.ID, ws.ID, "w1"))
+	require.NoError(t, st.Drop(ctx, s.b.ID, ws.ID, "w1"))
+	require.NoError(t, st.Touch(ctx, s.b.ID, ws.ID))
+	after, err := st.Get(ctx, s.a.ID, s.agentA.ID)
+	require.NoError(t, err)
+	require.Equal(t, "w1", after.LeaseWorker, "B's release or drop leaves A's lease")
+	require.True(t, after.Leased(time.Now()))
+	require.Equal(t, before.LastUsedAt, after.LastUsedAt, "B's touch leaves A's workspace")
+	require.Error(t, st.PutArtifact(ctx, workspace.Artifact{TenantID: s.b.ID, AgentID: s.agentA.ID, ID: uuid.New(), Name: "x", MediaType: "text/plain",
+		SHA256: "00", Size: 1, CreatedAt: time.Now().UTC()}, []byte("x")), "B files an artifact under A's employee")
 
 	art := workspace.Artifact{TenantID: s.a.ID, AgentID: s.agentA.ID, ID: uuid.New(), Name: "r.txt", MediaType: "text/plain", SHA256: "00", Size: 2,
 		CreatedAt: time.Now().UTC()}
@@ -130,6 +143,14 @@ func TestWorkspaceIsolation(t *testing.T) {
 	require.True(t, fault.Is(err, fault.NotFound), "another employee reads A's task: %v", err)
 	_, err = st.UpdateTask(ctx, s.b.ID, s.agentA.ID, task.ID, func(*workspace.Task) error { return nil })
 	require.True(t, fault.Is(err, fault.NotFound), "B updates A's task: %v", err)
+	tasks, err := st.Tasks(ctx, s.b.ID, s.agentA.ID, "", 10)
+	require.NoError(t, err)
+	require.Empty(t, tasks, "B lists A's tasks")
+	tasks, err = st.Tasks(ctx, s.a.ID, s.agentA.ID, "", 10)
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+	require.Error(t, st.CreateTask(ctx, &workspace.Task{TenantID: s.b.ID, AgentID: s.agentA.ID, ID: uuid.New(), Title: "t", State: workspace.TaskActive}),
+		"B files a task under A's employee")
 
 	_, err = st.AddSkill(ctx, s.a.ID, workspace.Skill{AgentID: s.agentA.ID, Name: "deploy", Description: "ship it", SHA256: "00", Size: 1}, []byte("x"))
 	require.NoError(t, err)
@@ -137,6 +158,13 @@ func TestWorkspaceIsolation(t *testing.T) {
 	require.True(t, fault.Is(err, fault.NotFound), "B reads A's Skill: %v", err)
 	_, err = st.SkillArchive(ctx, s.b.ID, s.agentA.ID, "deploy", 1)
 	require.True(t, fault.Is(err, fault.NotFound))
+	skills, err := st.Skills(ctx, s.b.ID, s.agentA.ID)
+	require.NoError(t, err)
+	require.Empty(t, skills, "B lists A's Skills")
+	err = st.ActivateSkill(ctx, s.b.ID, s.agentA.ID, "deploy", 1)
+	require.True(t, fault.Is(err, fault.NotFound), "B activates A's Skill: %v", err)
+	_, err = st.AddSkill(ctx, s.b.ID, workspace.Skill{AgentID: s.agentA.ID, Name: "sneak", Description: "x", SHA256: "00", Size: 1}, []byte("x"))
+	require.Error(t, err, "B installs a Skill for A's employee")
 	bank, err := st.BankSkills(ctx, s.b.ID, "deploy", 10)
 	require.NoError(t, err)
 	require.Empty(t, bank, "B's bank holds none of A's Skills")
@@ -181,4 +209,32 @@ func TestSkillEnvRewrap(t *testing.T) {
 	plain, err := both.Open(vars[0].Sealed, "ctx")
 	require.NoError(t, err)
 	require.Equal(t, "tok-123", string(plain))
+}
+
+// TestTrackedTaskLinksOnlyItsTenantsBoardTask: a tracked task links to a
+// board task of its own tenant; another tenant's board task, or one that
+// does not exist, is not found and nothing is stored.
+func TestTrackedTaskLinksOnlyItsTenantsBoardTask(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	st := postgres.NewWorkspaceStore(s.db)
+	bs := postgres.NewBoardStore(s.db)
+	ctx := context.Background()
+	own, foreign := newTask(s.a.ID, uuid.Nil, "ours"), newTask(s.b.ID, uuid.Nil, "theirs")
+	require.NoError(t, bs.CreateTask(ctx, own, board.Effects{}, 10))
+	require.NoError(t, bs.CreateTask(ctx, foreign, board.Effects{}, 10))
+	track := func(link *uuid.UUID) error {
+		return st.CreateTask(ctx, &workspace.Task{TenantID: s.a.ID, AgentID: s.agentA.ID, ID: uuid.New(), Title: "t",
+			State: workspace.TaskActive, BoardTaskID: link})
+	}
+	require.NoError(t, track(&own.ID))
+	missing := uuid.New()
+	for _, id := range []uuid.UUID{foreign.ID, missing} {
+		err := track(&id)
+		require.True(t, fault.Is(err, fault.NotFound), "link to %s: %v", id, err)
+	}
+	require.NoError(t, track(nil))
+	tasks, err := st.Tasks(ctx, s.a.ID, s.agentA.ID, "", 10)
+	require.NoError(t, err)
+	require.Len(t, tasks, 2, "the refused links stored nothing")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -50,7 +51,8 @@ func TestUpstreamClientDocument(t *testing.T) {
 // a viewer sees no Connect button and is refused (403) when posting one;
 // an owner's Connect to an unreachable server shows why; a callback with
 // a state that was never issued is refused. Each refusal is audited as
-// connectMCPServer.
+// connectMCPServer. A secret set on the page is never shown and its audit
+// row masks the value.
 func TestMCPServersPageRefusals(t *testing.T) {
 	t.Parallel()
 	var svc *upstreams.Service
@@ -107,4 +109,23 @@ func TestMCPServersPageRefusals(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, res.status, res.body)
 	require.Contains(t, res.body, "click Connect again")
 	require.Equal(t, 3, refusals())
+
+	// A secret set on the page is named, never shown, and its audit row
+	// masks the value; a viewer's attempt is refused and audited.
+	const value = "team-secret-value-77"
+	form := url.Values{"kind": {"header"}, "name": {"X-Team"}, "secret_value": {value}}
+	res = viewer.submit(page, page+"/github/secrets", form)
+	require.Equal(t, http.StatusForbidden, res.status, res.body)
+	done := follow(t, owner, page, page+"/github/secrets", form)
+	require.Equal(t, http.StatusOK, done.status, done.body)
+	require.Contains(t, done.body, "X-Team")
+	require.NotContains(t, done.body, value)
+	var rows []string
+	for _, r := range e.audit.Entries() {
+		if r.Action == "setMCPServerSecret" {
+			rows = append(rows, r.Outcome)
+			require.NotContains(t, r.Change+r.Message, value, "the audit row masks the secret")
+		}
+	}
+	require.ElementsMatch(t, []string{audit.OutcomeRefused, audit.OutcomeOK}, rows)
 }

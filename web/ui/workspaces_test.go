@@ -21,7 +21,8 @@ import (
 
 // TestWorkspacesPage: members see each employee's workspace, its saved
 // files by name and size (never their content) and its artifacts; only
-// those who manage agents may reset it; another tenant sees nothing.
+// those who manage agents may stop its commands and reset it (both
+// audited); another tenant sees nothing.
 func TestWorkspacesPage(t *testing.T) {
 	t.Parallel()
 	var svc *workspace.Service // set once the env's database exists
@@ -70,12 +71,18 @@ func TestWorkspacesPage(t *testing.T) {
 	e.signIn(viewer, identity.RoleViewer)
 	require.Equal(t, http.StatusOK, viewer.get(detail).status)
 	require.Equal(t, http.StatusForbidden, viewer.submit(detail, detail+"/reset", url.Values{ui.ConfirmField: {"1"}}).status)
+	require.Equal(t, http.StatusForbidden, viewer.submit(detail, detail+"/stop", url.Values{ui.ConfirmField: {"1"}}).status)
 
 	globex := e.browser()
 	globex.onReplica(dash)
 	e.signInAs(globex, "globex", "bob@globex.test")
 	require.NotContains(t, globex.get("/t/globex/dashboard/workspaces").body, "ada")
 	require.Equal(t, http.StatusNotFound, globex.get("/t/globex/dashboard/workspaces/"+ada.ID.String()).status)
+
+	stopped := follow(t, owner, detail, detail+"/stop", url.Values{ui.ConfirmField: {"1"}})
+	require.Equal(t, http.StatusOK, stopped.status, stopped.body)
+	require.Contains(t, stopped.body, "Running commands were killed.")
+	require.NotEmpty(t, e.rows("stopWorkspaceSessions"), "stopping sessions is audited")
 
 	done := follow(t, owner, detail, detail+"/reset", url.Values{ui.ConfirmField: {"1"}})
 	require.Equal(t, http.StatusOK, done.status, done.body)
