@@ -77,6 +77,7 @@ type computerFixture struct {
 	reg    *tools.Registry
 	cu     *computer.Service
 	plane  *loopPlane
+	pins   *fakePins
 }
 
 // loopPlane is the worker plane in one process: each call runs the
@@ -101,9 +102,9 @@ func (p *loopPlane) Call(ctx context.Context, r plane.Request, _ func(plane.Prog
 
 func computerSetup(t *testing.T) computerFixture {
 	t.Helper()
-	f := computerFixture{twoTenants: setup(t), driver: &fakeDriver{}}
+	f := computerFixture{twoTenants: setup(t), driver: &fakeDriver{}, pins: &fakePins{lent: map[uuid.UUID]lent{}}}
 	f.store = postgres.NewComputerStore(f.db)
-	f.plane = &loopPlane{worker: "worker-1", handlers: computer.Handlers(f.driver, f.store)}
+	f.plane = &loopPlane{worker: "worker-1", handlers: computer.Handlers(f.driver, f.store, f.pins)}
 	f.cu = computer.NewService(f.store, f.store, computer.PlaneDriver{Plane: f.plane}, nil, discardLogger())
 	svc := f.cu
 	f.reg = tools.NewRegistry()
