@@ -14,14 +14,14 @@ import (
 // ErrPinned refuses to stop or reset a workspace whose tree a browser
 // session on this worker mounts.
 var ErrPinned = fault.New(fault.Conflict,
-	"a browser session mounts this workspace's files; call computer_session_stop first, then stop or reset the workspace")
+	"a browser session mounts this workspace's files; it can be stopped or reset once that session ends (computer_session_stop, or the session's idle timeout)")
 
 // Pin lends the live tree of a workspace this worker holds to a browser
 // session in the same process: it returns the host folder of the tree
 // (what the workspace container has at /workspace) and a release to call
 // when the session ends (safe to call more than once). While pinned the
-// workspace is not let go as idle, and workspace_stop and workspace_reset
-// are refused, so the folder stays the live tree under the mount. Only
+// workspace is not let go as idle, and an operator's stop or reset is
+// refused, so the folder stays the live tree under the mount. Only
 // the workspace of the named tenant and employee is lent: any other
 // answers domain.ErrNotHeld, as does a workspace this worker does not
 // hold.
