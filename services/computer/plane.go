@@ -98,6 +98,10 @@ func (d PlaneDriver) Start(ctx context.Context, s Spec) (string, error) {
 	switch {
 	case s.Tree != nil && errors.Is(err, plane.ErrNoWorker):
 		return "", &TreeError{Reason: noteNoComputer}
+	case s.Tree != nil && fault.Is(err, fault.Unavailable) && !errors.Is(err, plane.ErrWorkerLost):
+		// The worker holding the workspace cannot start a browser now (its
+		// slots are full, or its engine failed): any other worker may.
+		return "", &TreeError{Reason: noteTreeWorkerUnavailable + ": " + fault.Message(err)}
 	case errors.Is(err, plane.ErrNoWorker):
 		return "", errNoDriver
 	case errors.Is(err, plane.ErrBusy):

@@ -47,10 +47,11 @@ func (s *Service) SetTrees(t Trees) { s.trees = t }
 
 // Notes of a start without the workspace mounted.
 const (
-	noteNoTrees     = "your workspace files are not mounted in this browser: this deployment runs no workspace workers"
-	noteOpenFailed  = "your workspace files are not mounted in this browser: the workspace could not be opened"
-	noteNoComputer  = "your workspace files are not mounted in this browser: the worker holding your workspace runs no browser sessions (run VISOR_COMPUTER_WORKER and VISOR_WORKSPACE_WORKER in one visor worker process to mount it)"
-	noteNotHeldHere = "your workspace files are not mounted in this browser: the workspace moved between workers while the session started; stop the session and start it again to mount it"
+	noteNoTrees               = "your workspace files are not mounted in this browser: this deployment runs no workspace workers"
+	noteOpenFailed            = "your workspace files are not mounted in this browser: the workspace could not be opened"
+	noteNoComputer            = "your workspace files are not mounted in this browser: the worker holding your workspace runs no browser sessions (run VISOR_COMPUTER_WORKER and VISOR_WORKSPACE_WORKER in one visor worker process to mount it)"
+	noteTreeWorkerUnavailable = "your workspace files are not mounted in this browser: the worker holding your workspace could not start a browser"
+	noteNotHeldHere           = "your workspace files are not mounted in this browser: the workspace moved between workers while the session started; stop the session and start it again to mount it"
 )
 
 // placeTree fills spec.Tree with the employee's file-tool workspace, or

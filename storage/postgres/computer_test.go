@@ -30,11 +30,15 @@ type fakeDriver struct {
 	put     []string
 	png     []byte
 	lost    bool
+	full    bool // a start that mounts a workspace tree finds no slot
 }
 
 func (d *fakeDriver) Start(_ context.Context, s computer.Spec) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.full && s.TreeDir != "" {
+		return "", fault.New(fault.Unavailable, "every browser session slot of this deployment's worker is in use (1); retry later")
+	}
 	d.started = append(d.started, s)
 	return "worker-1", nil
 }

@@ -92,6 +92,18 @@ func TestASessionMountsTheEmployeesWorkspaceOrSaysWhyNot(t *testing.T) {
 	require.Contains(t, st.WorkspaceTreeNote, "runs no browser sessions")
 	require.Empty(t, spec.TreeDir)
 
+	// The worker holding it has no free browser slot: started elsewhere
+	// without it, and the pin it took is given back.
+	f.driver.full = true
+	st, spec = start(fakeTrees{mount: computer.TreeMount{ID: wsA, Worker: "worker-1"}})
+	f.driver.full = false
+	require.Empty(t, st.WorkspaceTreePath)
+	require.Contains(t, st.WorkspaceTreeNote, "could not start a browser")
+	require.Contains(t, st.WorkspaceTreeNote, "slot")
+	require.Empty(t, spec.TreeDir)
+	require.Equal(t, 2, f.pins.pinned)
+	require.Equal(t, 1, f.pins.released, "the failed start released its pin")
+
 	// The workspace is not held where the start landed (it moved, or it
 	// is another employee's): started without it.
 	for _, id := range []uuid.UUID{uuid.New(), wsA} {
@@ -115,5 +127,5 @@ func TestASessionMountsTheEmployeesWorkspaceOrSaysWhyNot(t *testing.T) {
 	require.Empty(t, st.WorkspaceTreePath)
 	require.Empty(t, st.WorkspaceTreeNote)
 	require.Empty(t, spec.TreeDir)
-	require.Equal(t, 1, f.pins.pinned, "only the one mounted start pinned a tree")
+	require.Equal(t, 2, f.pins.pinned, "only the starts placed with a held tree pinned it")
 }
