@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/visorhq/visor/auth/oauth"
+	dockerws "github.com/visorhq/visor/docker/workspace"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
@@ -67,6 +68,9 @@ type app struct {
 	knowledge *knowledge.Service
 	// workspace is the employees' workspaces and their tools.
 	workspace *workspace.Service
+	// wsHost is this worker's workspace manager when it runs workspaces:
+	// its computer worker mounts their trees into browser sessions.
+	wsHost *dockerws.Manager
 	// rounds delivers wake-ups to runtimes (the workers' claimers take them
 	// from their table); jobs inserts River jobs (responsibilities'); bell
 	// wakes this replica's long-polls.
@@ -186,6 +190,9 @@ func openApp(ctx context.Context, cfg Config, log *slog.Logger, tp trace.TracerP
 		Relations: agents.NewDelegation(a.stores.identity), Runs: a.responsibilities, HandoffMaxBytes: cfg.HandoffMaxBytes})
 	a.rounds.SetNotes(a.knowledge)
 	a.workspace = a.newWorkspace()
+	if a.rdb != nil {
+		a.computer.SetTrees(sessionTrees{a.workspace})
+	}
 	return a, nil
 }
 

@@ -96,7 +96,7 @@ func (a *app) newComputer() *computer.Service {
 // computerWorkerID is the computer worker's name on the plane: the worker
 // id with a suffix, so a process that is also a sandbox worker has one
 // queue for each.
-func (a *app) computerWorkerID() string { return a.cfg.Sandbox.WorkerID + "-browser" }
+func (a *app) computerWorkerID() string { return a.cfg.Sandbox.WorkerID + browserSuffix }
 
 // startComputerWorker makes this worker a computer worker when configured:
 // the session manager on the Docker Engine, its janitor (which first
@@ -141,7 +141,12 @@ func (a *app) startComputerWorker(ctx context.Context) error {
 	// At its session cap it leaves starts in the pool for a worker with room.
 	w := redisx.NewPlaneWorker(a.rdb, redisx.PlaneWorkerOptions{ID: cfg.WorkerID, Pools: []string{computer.Pool}, Capacity: 2 * c.MaxSessions,
 		PoolRoom: computer.StartRoom(m.Held, c.MaxSessions)}, log)
-	for kind, h := range computer.Handlers(m, store) {
+	// A workspace worker in this process lends its trees to sessions.
+	var trees computer.TreePinner
+	if a.wsHost != nil {
+		trees = a.wsHost
+	}
+	for kind, h := range computer.Handlers(m, store, trees) {
 		w.Handle(kind, h)
 	}
 	return a.start(ctx, w)

@@ -37,3 +37,11 @@ func TestComputerWorkerConfig(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, strings.HasPrefix(err.Error(), "VISOR_COMPUTER_IMAGE: "), err.Error())
 }
+
+// A browser session that mounts a workspace is sent to the computer
+// worker of the process whose workspace worker holds it.
+func TestTheBrowserWorkerOfAWorkspaceWorkerIsInTheSameProcess(t *testing.T) {
+	a := &app{cfg: Config{Sandbox: SandboxConfig{WorkerID: "host-7"}}}
+	require.Equal(t, a.computerWorkerID(), browserWorkerOf(a.workspaceWorkerID()))
+	require.Equal(t, "w-workspace-2-browser", browserWorkerOf("w-workspace-2-workspace"), "only the suffix is replaced")
+}

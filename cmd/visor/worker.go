@@ -109,15 +109,18 @@ func (a *app) startRunner(ctx context.Context, metrics prometheus.Registerer) er
 	if err := a.startSandboxWorker(ctx); err != nil {
 		return err
 	}
+	// The workspace worker starts first: a computer worker in the same
+	// process mounts the workspaces it holds into browser sessions (and
+	// stops before it at shutdown).
+	if err := a.startWorkspaceWorker(ctx); err != nil {
+		return err
+	}
 	if err := a.startComputerWorker(ctx); err != nil {
 		return err
 	}
 	// Scheduled responsibility runs are claimed in sets, apart from the
 	// job queue.
 	if err := a.start(ctx, &worker.TickDispatcher{Responsibilities: a.responsibilities, Log: a.log.With("area", "responsibilities")}); err != nil {
-		return err
-	}
-	if err := a.startWorkspaceWorker(ctx); err != nil {
 		return err
 	}
 	if err := a.startStdioWorker(ctx); err != nil {

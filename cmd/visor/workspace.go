@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	dockerws "github.com/visorhq/visor/docker/workspace"
 	"github.com/visorhq/visor/egress"
+	"github.com/visorhq/visor/services/computer"
 	"github.com/visorhq/visor/services/fault"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/services/upstreams"
@@ -151,7 +153,33 @@ func (e egressImages) FetchImage(ctx context.Context, raw string, max int64) ([]
 }
 
 // workspaceWorkerID is the workspace worker's name on the plane.
-func (a *app) workspaceWorkerID() string { return a.cfg.Sandbox.WorkerID + "-workspace" }
+func (a *app) workspaceWorkerID() string { return a.cfg.Sandbox.WorkerID + workspaceSuffix }
+
+// The suffixes of a worker process's names on the plane for its
+// workspaces and its browser sessions.
+const (
+	workspaceSuffix = "-workspace"
+	browserSuffix   = "-browser"
+)
+
+// browserWorkerOf names the computer worker in the process of a
+// workspace worker: where a browser session must start to mount a
+// workspace that worker holds.
+func browserWorkerOf(workspaceWorker string) string {
+	return strings.TrimSuffix(workspaceWorker, workspaceSuffix) + browserSuffix
+}
+
+// sessionTrees opens an employee's workspace for a browser session and
+// places the session on the computer worker of the same process.
+type sessionTrees struct{ ws *workspace.Service }
+
+func (t sessionTrees) OpenTree(ctx context.Context, tenant, agent uuid.UUID, allowedHosts []string) (computer.TreeMount, error) {
+	id, worker, err := t.ws.Open(ctx, tenant, agent, allowedHosts)
+	if err != nil {
+		return computer.TreeMount{}, err
+	}
+	return computer.TreeMount{ID: id, Worker: browserWorkerOf(worker)}, nil
+}
 
 // startWorkspaceWorker makes this worker a workspace worker when
 // configured: the manager on the Docker Engine, its janitor (which first
@@ -177,6 +205,7 @@ func (a *app) startWorkspaceWorker(ctx context.Context) error {
 	if err := a.start(ctx, dockerws.NewJanitor(m, time.Second)); err != nil {
 		return err
 	}
+	a.wsHost = m
 	w := redisx.NewPlaneWorker(a.rdb, redisx.PlaneWorkerOptions{ID: cfg.WorkerID, Pools: []string{workspace.Pool}, Capacity: 4 * c.Max,
 		PoolRoom: func(opening int) bool { return m.Held()+opening < c.Max }}, log)
 	for kind, h := range workspace.Handlers(m) {

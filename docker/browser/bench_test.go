@@ -130,7 +130,7 @@ func BenchmarkOverTheWorkerPlane(b *testing.B) {
 	prefix := redistest.Prefix(b)
 	log := slog.New(slog.DiscardHandler)
 	w := redisx.NewPlaneWorker(rdb, redisx.PlaneWorkerOptions{ID: m.cfg.WorkerID, Pools: []string{computer.Pool}, Capacity: 8, Prefix: prefix}, log)
-	for kind, h := range computer.Handlers(m, nil) {
+	for kind, h := range computer.Handlers(m, nil, nil) {
 		w.Handle(kind, h)
 	}
 	ctx := context.Background()

@@ -74,6 +74,11 @@ func (m *Manager) create(ctx context.Context, spec computer.Spec) (_ *session, e
 	if err != nil {
 		return nil, err
 	}
+	if spec.TreeDir != "" {
+		// The employee's live workspace tree, lent by the workspace
+		// manager of this process: the same folder, read-only.
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.TreeDir, Target: computer.TreePath, ReadOnly: true})
+	}
 	cfg := &container.Config{Image: m.cfg.Image, Cmd: flags, Labels: m.labels(spec), User: "1000:1000"}
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(name), ReadonlyRootfs: true, CapDrop: []string{"ALL"},
@@ -219,6 +224,9 @@ func (s *session) teardown(ctx context.Context, cli *client.Client) error {
 	}
 	if s.dir != "" {
 		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	if s.spec.TreeRelease != nil {
+		s.spec.TreeRelease() // the container that mounted the tree is gone
 	}
 	return errors.Join(errs...)
 }

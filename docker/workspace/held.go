@@ -29,6 +29,7 @@ type held struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	pins     int // browser sessions that mount the tree (Pin)
 	lastUsed time.Time
 	dirty    bool
 	usage    domain.Usage
@@ -80,7 +81,7 @@ func (h *held) setQuota(ref domain.Ref) bool {
 func (h *held) idle(d time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if time.Since(h.lastUsed) < d {
+	if time.Since(h.lastUsed) < d || h.pins > 0 {
 		return false
 	}
 	for _, s := range h.sessions {
@@ -150,10 +151,11 @@ func (h *held) do(ctx context.Context, m *Manager, op domain.Op) (domain.Answer,
 		return h.pack(ctx, m, *op.Pack)
 	case op.Status:
 		return domain.Answer{Status: h.status(m), Usage: ptr(h.measure())}, nil
-	case op.Stop:
-		return domain.Answer{}, m.close(ctx, h, false)
-	case op.Reset:
-		return domain.Answer{}, m.close(ctx, h, true)
+	case op.Stop, op.Reset:
+		if h.pinned() {
+			return domain.Answer{}, ErrPinned
+		}
+		return domain.Answer{}, m.close(ctx, h, op.Reset)
 	}
 	return domain.Answer{}, fault.New(fault.Invalid, "empty workspace call")
 }

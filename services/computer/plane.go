@@ -41,6 +41,9 @@ type startJob struct {
 	Height    int        `json:"height"`
 	Allowed   []string   `json:"allowed"`
 	Workspace *uuid.UUID `json:"workspace,omitempty"`
+	// Tree is the employee's file-tool workspace to mount: the start is
+	// sent to the computer worker of the process that holds it.
+	Tree *uuid.UUID `json:"tree,omitempty"`
 }
 
 // sessionJob is the payload of the calls for a held session.
@@ -57,6 +60,9 @@ type jobAnswer struct {
 	Worker  string   `json:"worker,omitempty"`
 	Outcome *Outcome `json:"outcome,omitempty"`
 	Lost    string   `json:"lost,omitempty"`
+	// NoTree says why a start placed for a workspace did not run: the
+	// worker could not mount it (the caller starts elsewhere without it).
+	NoTree string `json:"no_tree,omitempty"`
 }
 
 // PlaneDriver is the Driver of a process that holds no browser: it sends
@@ -74,16 +80,28 @@ var _ Driver = PlaneDriver{}
 // Start implements Driver.
 func (d PlaneDriver) Start(ctx context.Context, s Spec) (string, error) {
 	job := startJob{Agent: s.Agent, Session: s.Session, Width: s.Width, Height: s.Height, Allowed: s.Allowed, Workspace: s.Workspace}
-	raw, err := json.Marshal(job)
-	if err != nil {
-		return "", err
-	}
 	wait := d.StartWait
 	if wait <= 0 {
 		wait = startMaxWait
 	}
-	out, err := d.Plane.Call(ctx, plane.Request{Kind: KindStart, Pool: Pool, Tenant: s.Tenant, Payload: raw, MaxWait: wait}, nil)
+	req := plane.Request{Kind: KindStart, Pool: Pool, Tenant: s.Tenant, MaxWait: wait}
+	if s.Tree != nil {
+		job.Tree = &s.Tree.ID
+		req.Pool, req.Worker = "", s.Tree.Worker
+	}
+	raw, err := json.Marshal(job)
+	if err != nil {
+		return "", err
+	}
+	req.Payload = raw
+	out, err := d.Plane.Call(ctx, req, nil)
 	switch {
+	case s.Tree != nil && errors.Is(err, plane.ErrNoWorker):
+		return "", &TreeError{Reason: noteNoComputer}
+	case s.Tree != nil && fault.Is(err, fault.Unavailable) && !errors.Is(err, plane.ErrWorkerLost):
+		// The worker holding the workspace cannot start a browser now (its
+		// slots are full, or its engine failed): any other worker may.
+		return "", &TreeError{Reason: noteTreeWorkerUnavailable + ": " + fault.Message(err)}
 	case errors.Is(err, plane.ErrNoWorker):
 		return "", errNoDriver
 	case errors.Is(err, plane.ErrBusy):
@@ -94,7 +112,13 @@ func (d PlaneDriver) Start(ctx context.Context, s Spec) (string, error) {
 		return "", err
 	}
 	var a jobAnswer
-	if err := json.Unmarshal(out, &a); err != nil || a.Worker == "" {
+	if err := json.Unmarshal(out, &a); err != nil {
+		return "", fmt.Errorf("computer use: a worker's start answer is unreadable")
+	}
+	if a.NoTree != "" && s.Tree != nil {
+		return "", &TreeError{Reason: a.NoTree}
+	}
+	if a.Worker == "" {
 		return "", fmt.Errorf("computer use: a worker's start answer is unreadable")
 	}
 	return a.Worker, nil
@@ -165,9 +189,10 @@ type FileSource interface {
 }
 
 // Handlers are a worker's side of PlaneDriver: they run each call on d, the
-// sessions this worker holds, and load workspaces from files. The tenant of
-// every call is the plane request's.
-func Handlers(d Driver, files FileSource) map[string]plane.Handler {
+// sessions this worker holds, load workspaces from files, and borrow the
+// employee's live file-tool workspace from trees (nil: this process holds
+// no workspaces). The tenant of every call is the plane request's.
+func Handlers(d Driver, files FileSource, trees TreePinner) map[string]plane.Handler {
 	return map[string]plane.Handler{
 		KindStart: func(ctx context.Context, j plane.Job) (json.RawMessage, error) {
 			var job startJob
@@ -176,15 +201,21 @@ func Handlers(d Driver, files FileSource) map[string]plane.Handler {
 			}
 			spec := Spec{Tenant: j.Tenant, Agent: job.Agent, Session: job.Session, Width: job.Width, Height: job.Height,
 				Allowed: job.Allowed, Workspace: job.Workspace}
-			if job.Workspace != nil {
-				fs, err := files.AllFiles(ctx, j.Tenant, job.Agent, *job.Workspace)
-				if err != nil {
-					return nil, err
+			if job.Tree != nil {
+				if trees == nil {
+					return json.Marshal(jobAnswer{NoTree: noteNoComputer})
 				}
-				spec.Files = append([]File{}, fs...)
+				dir, release, err := trees.Pin(ctx, j.Tenant, job.Agent, *job.Tree)
+				if err != nil {
+					return json.Marshal(jobAnswer{NoTree: noteNotHeldHere})
+				}
+				spec.TreeDir, spec.TreeRelease = dir, release
 			}
-			worker, err := d.Start(ctx, spec)
+			worker, err := startSpec(ctx, d, files, spec)
 			if err != nil {
+				if spec.TreeRelease != nil {
+					spec.TreeRelease()
+				}
 				return nil, err
 			}
 			return json.Marshal(jobAnswer{Worker: worker})
@@ -206,6 +237,19 @@ func Handlers(d Driver, files FileSource) map[string]plane.Handler {
 			return jobAnswer{}, d.Put(ctx, r, *job.File)
 		}),
 	}
+}
+
+// startSpec loads the attached small-file workspace into spec and starts
+// the session on d.
+func startSpec(ctx context.Context, d Driver, files FileSource, spec Spec) (string, error) {
+	if spec.Workspace != nil {
+		fs, err := files.AllFiles(ctx, spec.Tenant, spec.Agent, *spec.Workspace)
+		if err != nil {
+			return "", err
+		}
+		spec.Files = append([]File{}, fs...)
+	}
+	return d.Start(ctx, spec)
 }
 
 func sessionHandler(run func(ctx context.Context, r Ref, job sessionJob) (jobAnswer, error)) plane.Handler {

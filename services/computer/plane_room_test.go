@@ -68,7 +68,7 @@ func TestAFullComputerWorkerLeavesStartsToOneWithRoom(t *testing.T) {
 		d := &cappedDriver{worker: id, max: 1, held: map[uuid.UUID]bool{}}
 		w := redisx.NewPlaneWorker(rdb, redisx.PlaneWorkerOptions{ID: id, Pools: []string{computer.Pool}, Capacity: 2 * d.max, Prefix: prefix,
 			PoolRoom: computer.StartRoom(d.Held, d.max)}, log)
-		for kind, h := range computer.Handlers(d, nil) {
+		for kind, h := range computer.Handlers(d, nil, nil) {
 			w.Handle(kind, h)
 		}
 		require.NoError(t, w.Start(t.Context()))

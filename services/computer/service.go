@@ -26,6 +26,7 @@ type Service struct {
 	sessions SessionStore
 	driver   Driver // nil when no worker runs browser sessions
 	scanner  Scanner
+	trees    Trees // nil: sessions never mount the file-tool workspace
 	log      *slog.Logger
 	now      func() time.Time
 }

@@ -84,6 +84,15 @@ type Spec struct {
 	// MountPath for root only; nil when none is attached. The worker that
 	// starts the session loads it.
 	Files []File
+	// Tree is the employee's file-tool workspace, mounted live and
+	// read-only at TreePath; nil when none is. The start goes to
+	// Tree.Worker.
+	Tree *TreeMount
+	// TreeDir is the tree's host folder, set by the worker that pinned it;
+	// TreeRelease ends the pin (the driver calls it when the session ends
+	// or fails to start).
+	TreeDir     string
+	TreeRelease func()
 }
 
 // Ref names a session on the worker that holds it.

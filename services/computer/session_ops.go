@@ -2,6 +2,7 @@ package computer
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -32,6 +33,11 @@ type Started struct {
 	WorkspaceID          string     `json:"workspace_id,omitempty"`
 	MountPath            string     `json:"mount_path,omitempty"`
 	Workspace            *Workspace `json:"workspace,omitempty"`
+	// WorkspaceTreePath is where the browser sees the employee's
+	// file-tool workspace (TreePath) when it is mounted; WorkspaceTreeNote
+	// says why it is not, for an employee with the workspace tools.
+	WorkspaceTreePath string `json:"workspace_tree_path,omitempty"`
+	WorkspaceTreeNote string `json:"workspace_tree_note,omitempty"`
 }
 
 // StartSession starts the caller's one session.
@@ -83,9 +89,20 @@ func (s *Service) startOn(ctx context.Context, c caller, sess *Session, which st
 		sess.WorkspaceID = &w.ID
 		out.WorkspaceID, out.MountPath, out.Workspace = FormatWorkspaceID(w.ID), MountPath, &w
 	}
+	out.WorkspaceTreeNote = s.placeTree(ctx, c, &spec)
 	worker, err := s.driver.Start(ctx, spec)
+	var te *TreeError
+	if errors.As(err, &te) {
+		// Placed where the workspace cannot be mounted: start anywhere
+		// without it, and say so.
+		spec.Tree, out.WorkspaceTreeNote = nil, te.Reason
+		worker, err = s.driver.Start(ctx, spec)
+	}
 	if err != nil {
 		return Started{}, err
+	}
+	if spec.Tree != nil {
+		out.WorkspaceTreePath = TreePath
 	}
 	if err := s.sessions.MarkLive(ctx, c.tenant, sess.ID, worker); err != nil {
 		_ = s.driver.Stop(context.WithoutCancel(ctx), Ref{Tenant: c.tenant, Session: sess.ID, Worker: worker})

@@ -26,7 +26,7 @@ func (s *Service) Register(reg *tools.Registry) {
 	}
 	cu, w := tools.GateComputerUse, identity.ScopeToolsWrite
 	add(cu, w, tools.Tool{Name: "computer_session_start", Handler: s.toolStart,
-		Description: "Start your one browser session (a container on a worker). The result lists the limits, whether high-risk actions can be confirmed, and the sites computer_navigate can open.",
+		Description: "Start your one browser session (a container on a worker). The result lists the limits, whether high-risk actions can be confirmed, and the sites computer_navigate can open. With the workspace tools, your workspace's files are in the browser at /workspace/tree (read-only, live): workspace_tree_path says so, or workspace_tree_note says why not.",
 		Params: []tools.Param{
 			{Name: "task", Type: "string", Description: "What the session is for, at most 2,000 bytes."},
 			{Name: "width", Type: "integer", Required: true, Description: "Viewport width, 320-1920 pixels."},

@@ -30,11 +30,15 @@ type fakeDriver struct {
 	put     []string
 	png     []byte
 	lost    bool
+	full    bool // a start that mounts a workspace tree finds no slot
 }
 
 func (d *fakeDriver) Start(_ context.Context, s computer.Spec) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.full && s.TreeDir != "" {
+		return "", fault.New(fault.Unavailable, "every browser session slot of this deployment's worker is in use (1); retry later")
+	}
 	d.started = append(d.started, s)
 	return "worker-1", nil
 }
@@ -77,6 +81,7 @@ type computerFixture struct {
 	reg    *tools.Registry
 	cu     *computer.Service
 	plane  *loopPlane
+	pins   *fakePins
 }
 
 // loopPlane is the worker plane in one process: each call runs the
@@ -101,9 +106,9 @@ func (p *loopPlane) Call(ctx context.Context, r plane.Request, _ func(plane.Prog
 
 func computerSetup(t *testing.T) computerFixture {
 	t.Helper()
-	f := computerFixture{twoTenants: setup(t), driver: &fakeDriver{}}
+	f := computerFixture{twoTenants: setup(t), driver: &fakeDriver{}, pins: &fakePins{lent: map[uuid.UUID]lent{}}}
 	f.store = postgres.NewComputerStore(f.db)
-	f.plane = &loopPlane{worker: "worker-1", handlers: computer.Handlers(f.driver, f.store)}
+	f.plane = &loopPlane{worker: "worker-1", handlers: computer.Handlers(f.driver, f.store, f.pins)}
 	f.cu = computer.NewService(f.store, f.store, computer.PlaneDriver{Plane: f.plane}, nil, discardLogger())
 	svc := f.cu
 	f.reg = tools.NewRegistry()
