@@ -50,6 +50,8 @@ type app struct {
 	tp     trace.TracerProvider // nil when tracing is off
 	db     *postgres.DB
 	rdb    *redisx.Client // nil for commands that do not need Redis
+	// limitClock, when set (tests), is the rate limits' clock.
+	limitClock func() time.Time
 	stores stores
 	ids    *identity.Service
 	// grants is the scoped-grants service (capability_request, approvals).

@@ -10,7 +10,6 @@ import (
 	"github.com/visorhq/visor/auth/oauth"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/tools"
-	"github.com/visorhq/visor/storage/redisx"
 	"github.com/visorhq/visor/web/ui"
 )
 
@@ -40,7 +39,7 @@ func (a *app) mountDashboard(e *echo.Echo, resolver *auth.Resolver, frame *ui.Fr
 		SandboxRuns: a.stores.sandboxRuns, Computer: a.computer, ComputerSessions: a.stores.computer, DBSources: a.dbSources,
 		Knowledge: a.knowledge, Workspaces: a.workspace, Upstreams: a.upstreams}
 	if a.rdb != nil {
-		deps.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
+		deps.Limiter = a.rateLimiter()
 	}
 	ui.NewDashboard(frame, deps).Register(e, resolver.LoadTenant())
 }

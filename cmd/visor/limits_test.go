@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -34,10 +35,14 @@ func startReplicas(t *testing.T, n int, dbURL string, extra ...string) []replica
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
 	var rs []replica
+	// One pinned clock for every replica's rate limits: a burst that
+	// straddled the edge of a window would start a fresh budget.
+	now := time.Now()
 	for range n {
 		a, err := openApp(context.Background(), cfg, log, nil, appNeeds{redis: true, schemaCheck: true})
 		require.NoError(t, err)
 		t.Cleanup(a.Close)
+		a.limitClock = func() time.Time { return now }
 		s := server.New(server.Options{Logger: log, ErrorHandler: a.errorHandler(), TrustedProxies: cfg.TrustedProxies})
 		ts := httptest.NewServer(s.Echo())
 		t.Cleanup(ts.Close)

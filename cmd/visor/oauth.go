@@ -77,9 +77,19 @@ func (a *app) oauthServer(ctx context.Context, baseURL string, reg *tools.Regist
 		RefreshTokenTTL: a.cfg.OAuth.RefreshTokenTTL, Fetcher: oauth.FetcherConfig{AllowPrivateHosts: a.cfg.OAuth.CIMDDevHosts},
 	}, Tools: reg, Pages: pages}
 	if a.rdb != nil {
-		cfg.Limiter = redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
+		cfg.Limiter = a.rateLimiter()
 	}
 	return weboauth.New(ctx, cfg, a.stores.credentials, a.ids, a.log.With("area", "oauth"))
+}
+
+// rateLimiter counts this replica's rate limits in Redis, shared by every
+// replica; on the clock limitClock when a test pins it.
+func (a *app) rateLimiter() *redisx.RateLimiter {
+	l := redisx.NewRateLimiter(a.rdb.Client, rateLimitPrefix)
+	if a.limitClock != nil {
+		l = l.WithClock(a.limitClock)
+	}
+	return l
 }
 
 // rateLimitPrefix starts every rate limit key in Redis.

@@ -41,7 +41,10 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{ctx: context.Background(), db: pgtest.New(t), now: time.Now().UTC().Truncate(time.Second)}
+	// The clock starts at half past the current hour: the fixtures' daily
+	// schedule ("0 9 * * *") must not fall due because a test ran in the
+	// minute before nine and moved the clock a minute on.
+	f := &fixture{ctx: context.Background(), db: pgtest.New(t), now: time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)}
 	idStore := postgres.NewIdentityStore(f.db)
 	ids := identity.NewService(idStore, changes.Discard{}, slog.New(slog.DiscardHandler))
 	f.store = postgres.NewResponsibilityStore(f.db)
