@@ -45,15 +45,15 @@ import (
 // services. Each command then adds its background services to life (which
 // stops them in reverse order on Close) and its edges.
 type app struct {
-	cfg    Config
-	log    *slog.Logger
-	tp     trace.TracerProvider // nil when tracing is off
-	db     *postgres.DB
-	rdb    *redisx.Client // nil for commands that do not need Redis
+	cfg Config
+	log *slog.Logger
+	tp  trace.TracerProvider // nil when tracing is off
+	db  *postgres.DB
+	rdb *redisx.Client // nil for commands that do not need Redis
 	// limitClock, when set (tests), is the rate limits' clock.
 	limitClock func() time.Time
-	stores stores
-	ids    *identity.Service
+	stores     stores
+	ids        *identity.Service
 	// grants is the scoped-grants service (capability_request, approvals).
 	grants *grants.Service
 	// board is the task board (tasks, routines, reminders, hand-offs).
