@@ -20,6 +20,7 @@ import (
 	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/tools"
 	domain "github.com/visorhq/visor/services/workspace"
+	"github.com/visorhq/visor/services/workspace/workspacetest"
 )
 
 // localRunner hands the service's ops straight to a Manager, as a
@@ -79,25 +80,8 @@ func (e *toolEnv) call(t *testing.T, sub *tools.Subject, name string, args map[s
 	var m map[string]any
 	b, _ := json.Marshal(res.Structured)
 	require.NoError(t, json.Unmarshal(b, &m))
-	requireNoGenericOK(t, m)
+	workspacetest.NoGenericOK(t, m)
 	return res, m, nil
-}
-
-// requireNoGenericOK fails when structured content holds a generic "ok"
-// key at any depth: answers carry domain fields instead.
-func requireNoGenericOK(t *testing.T, v any) {
-	t.Helper()
-	switch x := v.(type) {
-	case map[string]any:
-		require.NotContains(t, x, "ok", "no generic ok in structured content")
-		for _, e := range x {
-			requireNoGenericOK(t, e)
-		}
-	case []any:
-		for _, e := range x {
-			requireNoGenericOK(t, e)
-		}
-	}
 }
 
 type refused struct{ d tools.Decision }

@@ -24,6 +24,7 @@ import (
 	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/services/workspace"
+	"github.com/visorhq/visor/services/workspace/workspacetest"
 	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
@@ -77,25 +78,8 @@ func (f *fixture) call(t *testing.T, sub *tools.Subject, name string, args map[s
 	var m map[string]any
 	b, _ := json.Marshal(res.Structured)
 	require.NoError(t, json.Unmarshal(b, &m))
-	requireNoGenericOK(t, m)
+	workspacetest.NoGenericOK(t, m)
 	return res, m, nil
-}
-
-// requireNoGenericOK fails when structured content holds a generic "ok"
-// key at any depth: answers carry domain fields instead.
-func requireNoGenericOK(t *testing.T, v any) {
-	t.Helper()
-	switch x := v.(type) {
-	case map[string]any:
-		require.NotContains(t, x, "ok", "no generic ok in structured content")
-		for _, e := range x {
-			requireNoGenericOK(t, e)
-		}
-	case []any:
-		for _, e := range x {
-			requireNoGenericOK(t, e)
-		}
-	}
 }
 
 // TestTaskManage: the whole life of a tracked task, complete refused
