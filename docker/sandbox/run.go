@@ -120,12 +120,32 @@ func (r *Runner) run(ctx context.Context, id string, p domain.Program) (domain.R
 	res.Duration = time.Since(start)
 	r.drain(attached.Close, copied)
 	if !res.TimedOut {
-		if st, err := r.cli.ContainerInspect(ctx, id); err == nil && st.State != nil {
-			res.OOMKilled = st.State.OOMKilled
-		}
+		res.OOMKilled = r.oomKilled(ctx, id, res.ExitCode)
 	}
 	res.Output, res.Cut = out.reply()
 	return res, nil
+}
+
+// oomKilled reports whether the engine says the container was killed for
+// memory. The engine learns of an OOM kill from an event of its own that
+// can come just after the exit, so a run killed by SIGKILL (exit 137) is
+// asked about again for up to a second before it counts as not.
+func (r *Runner) oomKilled(ctx context.Context, id string, exitCode int) bool {
+	deadline := time.Now().Add(time.Second)
+	for {
+		st, err := r.cli.ContainerInspect(ctx, id)
+		if err != nil || st.State == nil {
+			return false
+		}
+		if st.State.OOMKilled || exitCode != 137 || time.Now().After(deadline) {
+			return st.State.OOMKilled
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // drain waits briefly for the output copy to finish after the container
