@@ -111,6 +111,10 @@ func TestOperatorManagesTasksAndGoalsThroughTheAPI(t *testing.T) {
 	code, body = f.do("GET", base+"/tasks/"+goal.ID.String(), f.opKey, "", &got)
 	require.Equal(t, 200, code, body)
 	require.Equal(t, patched.Title, got.Title)
+	ghost := uuid.NewString()
+	code, body = f.do("GET", base+"/tasks/"+ghost, f.opKey, "", nil)
+	require.Equal(t, 404, code, body)
+	require.Contains(t, body, "no task has id "+ghost)
 
 	// Comments, and a page of activity.
 	for i := range 3 {
@@ -227,6 +231,15 @@ func TestOperatorManagesRoutinesAndRemindersThroughTheAPI(t *testing.T) {
 	due := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	code, body = f.do("POST", base+"/reminders", f.opKey, fmt.Sprintf(`{"agent":%q,"text":"check the build","due_at":%q}`, f.ada.ID, due), &rem)
 	require.Equal(t, 201, code, body)
+	var one board.Reminder
+	code, body = f.do("GET", base+"/reminders/"+rem.ID.String(), f.opKey, "", &one)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, rem.ID, one.ID)
+	require.Equal(t, "check the build", one.Text)
+	ghost := uuid.NewString()
+	code, body = f.do("GET", base+"/reminders/"+ghost, f.opKey, "", nil)
+	require.Equal(t, 404, code, body)
+	require.Contains(t, body, "no reminder has id "+ghost)
 	var rems api.ReminderList
 	f.do("GET", base+"/reminders?pending=true", f.opKey, "", &rems)
 	require.Len(t, rems.Reminders, 1)
