@@ -25,45 +25,102 @@ import (
 
 const platformToken = "platform-token-0123456789abcdef0123456789"
 
-// fixture is a running admin API on a fresh database with one tenant and
-// an operator key.
-type fixture struct {
-	t      *testing.T
-	srv    *httptest.Server
-	ids    *identity.Service
-	tenant identity.Tenant
-	opKey  string
+// stack is a fresh database with the identity service the admin API runs
+// on: what a test builds its resources from before the API starts.
+type stack struct {
+	t        *testing.T
+	db       *postgres.DB
+	store    *postgres.IdentityStore
+	resolver *auth.Resolver
+	ids      *identity.Service
+	log      *slog.Logger
 }
 
-func newFixture(t *testing.T, authn func(r *auth.Resolver) echo.MiddlewareFunc) *fixture {
+func newStack(t *testing.T) *stack {
 	t.Helper()
 	db := pgtest.New(t)
 	store := postgres.NewIdentityStore(db)
 	log := slog.New(slog.DiscardHandler)
 	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
 	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
-	mw := resolver.AdminMiddleware()
-	if authn != nil {
-		mw = authn(resolver)
-	}
-	// The real edge: web/server's middleware (body limit 64 KiB here) with
-	// the API's error handler.
-	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
-	api.New(api.Deps{Identity: ids, Authenticate: mw, PlatformToken: platformToken, Logger: log}).Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	ctx := context.Background()
-	tn, err := ids.CreateTenant(ctx, "acme", "Acme")
-	require.NoError(t, err)
-	_, tok, err := ids.CreateKey(ctx, tn.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	return &fixture{t: t, srv: srv, ids: ids, tenant: tn, opKey: tok}
+	return &stack{t: t, db: db, store: store, resolver: resolver, ids: ids, log: log}
 }
 
-// do sends a request and decodes a JSON answer into out (when not nil). It
-// returns the status and the raw body.
-func (f *fixture) do(method, path, token, body string, out any) (int, string) {
+// fixture is a running admin API on a fresh database with tenant acme and
+// an operator key of it; withGlobex adds a second tenant.
+type fixture struct {
+	*stack
+	srv      *httptest.Server
+	tenant   identity.Tenant // acme
+	opKey    string          // an operator key of acme
+	globex   identity.Tenant // set by withGlobex
+	otherKey string          // an operator key of globex, set by withGlobex
+}
+
+// newFixture serves the admin API's own routes, authenticated by the
+// resolver.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newStack(t).serve(api.Deps{})
+}
+
+// serve starts the admin API with resources behind the real edge
+// (web/server's middleware, body limit 64 KiB here, the API's error
+// handler) and makes tenant acme with an operator key. deps may set Audit
+// and Authenticate (the resolver's admin middleware when nil); serve fills
+// in the rest.
+func (s *stack) serve(deps api.Deps, resources ...api.Resource) *fixture {
+	s.t.Helper()
+	deps.Identity, deps.PlatformToken, deps.Logger = s.ids, platformToken, s.log
+	if deps.Authenticate == nil {
+		deps.Authenticate = s.resolver.AdminMiddleware()
+	}
+	e := server.New(server.Options{Logger: s.log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(s.log)}).Echo()
+	adm := api.New(deps)
+	adm.Add(resources...)
+	adm.Register(e)
+	srv := httptest.NewServer(e)
+	s.t.Cleanup(srv.Close)
+	f := &fixture{stack: s, srv: srv}
+	f.tenant, f.opKey = f.newTenant("acme", "Acme")
+	return f
+}
+
+// withGlobex adds tenant globex with an operator key of its own.
+func (f *fixture) withGlobex() *fixture {
+	f.t.Helper()
+	f.globex, f.otherKey = f.newTenant("globex", "Globex")
+	return f
+}
+
+// newTenant makes a tenant and returns it with an operator key of it.
+func (f *fixture) newTenant(slug, name string) (identity.Tenant, string) {
+	f.t.Helper()
+	tn, err := f.ids.CreateTenant(context.Background(), slug, name)
+	require.NoError(f.t, err)
+	return tn, f.key(tn, "ops")
+}
+
+// key mints an operator key of tn limited to scopes (every scope when none
+// is given) and returns its token.
+func (f *fixture) key(tn identity.Tenant, name string, scopes ...string) string {
+	f.t.Helper()
+	_, tok, err := f.ids.CreateKey(context.Background(), tn.ID, identity.NewKey{Kind: identity.KeyOperator, Name: name, Scopes: scopes})
+	require.NoError(f.t, err)
+	return tok
+}
+
+// agent adds the employee a to tn.
+func (f *fixture) agent(tn identity.Tenant, a identity.NewAgent) identity.Agent {
+	f.t.Helper()
+	ag, err := f.ids.CreateAgent(context.Background(), tn.ID, a)
+	require.NoError(f.t, err)
+	return ag
+}
+
+// send sends a request with token as its bearer credential (none when
+// empty) and returns the answer with its body read.
+func (f *fixture) send(method, path, token, body string) (*http.Response, string) {
 	f.t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -82,15 +139,30 @@ func (f *fixture) do(method, path, token, body string, out any) (int, string) {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(f.t, err)
+	return res, string(b)
+}
+
+// do sends a request and decodes a JSON answer into out (when not nil). It
+// returns the status and the raw body.
+func (f *fixture) do(method, path, token, body string, out any) (int, string) {
+	f.t.Helper()
+	res, b := f.send(method, path, token, body)
 	if out != nil && res.StatusCode < 300 && len(b) > 0 {
-		require.NoError(f.t, json.Unmarshal(b, out), string(b))
+		require.NoError(f.t, json.Unmarshal([]byte(b), out), b)
 	}
-	return res.StatusCode, string(b)
+	return res.StatusCode, b
+}
+
+// status is do for a check of the status alone.
+func (f *fixture) status(method, path, token, body string, out any) int {
+	f.t.Helper()
+	code, _ := f.do(method, path, token, body, out)
+	return code
 }
 
 func TestPlatformTokenCreatesTenants(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 
 	var created api.Tenant
 	code, body := f.do("POST", "/api/v1/tenants", platformToken, `{"slug":"globex","name":"Globex"}`, &created)
@@ -118,7 +190,7 @@ func TestPlatformTokenCreatesTenants(t *testing.T) {
 
 func TestOperatorManagesAgentsSettingsAndKeys(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	base := "/api/v1/tenants/acme"
 
 	var boss, a api.Agent
@@ -196,7 +268,7 @@ func TestOperatorManagesAgentsSettingsAndKeys(t *testing.T) {
 
 func TestMembersAndTenantSettings(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	base := "/api/v1/tenants/acme"
 
 	var owner, viewer api.Member
@@ -230,12 +302,8 @@ func TestMembersAndTenantSettings(t *testing.T) {
 
 func TestTenantsAreIsolated(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
-	ctx := context.Background()
-	other, err := f.ids.CreateTenant(ctx, "globex", "Globex")
-	require.NoError(t, err)
-	secret, err := f.ids.CreateAgent(ctx, other.ID, identity.NewAgent{Name: "secret"})
-	require.NoError(t, err)
+	f := newFixture(t).withGlobex()
+	secret := f.agent(f.globex, identity.NewAgent{Name: "secret"})
 
 	// acme's key against globex's routes: not a globex credential.
 	code, body := f.do("GET", "/api/v1/tenants/globex/agents", f.opKey, "", nil)
@@ -253,7 +321,7 @@ func TestTenantsAreIsolated(t *testing.T) {
 // with the error shape, never a 500.
 func TestClientMistakesAreFourHundreds(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	base := "/api/v1/tenants/acme"
 	cases := []struct {
 		name, method, path, token, body string
@@ -325,22 +393,20 @@ func requireError(t *testing.T, body, code string) {
 func TestMemberSessionsAreAuthorizedByRole(t *testing.T) {
 	t.Parallel()
 	var f *fixture
-	asMember := func(*auth.Resolver) echo.MiddlewareFunc {
-		return func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				m, err := f.ids.MemberByEmail(c.Request().Context(), f.tenant.ID, c.Request().Header.Get("X-Test-Member"))
-				if err != nil {
-					return err
-				}
-				p := identity.Principal{TenantID: f.tenant.ID, TenantSlug: f.tenant.Slug, Kind: identity.KindOperator, MemberID: m.ID,
-					Role: m.Role, Scopes: m.Role.Scopes(), CredentialID: "session:test"}
-				ctx := identity.WithPrincipal(auth.WithTenant(c.Request().Context(), f.tenant), p)
-				c.SetRequest(c.Request().WithContext(ctx))
-				return next(c)
+	asMember := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			m, err := f.ids.MemberByEmail(c.Request().Context(), f.tenant.ID, c.Request().Header.Get("X-Test-Member"))
+			if err != nil {
+				return err
 			}
+			p := identity.Principal{TenantID: f.tenant.ID, TenantSlug: f.tenant.Slug, Kind: identity.KindOperator, MemberID: m.ID,
+				Role: m.Role, Scopes: m.Role.Scopes(), CredentialID: "session:test"}
+			ctx := identity.WithPrincipal(auth.WithTenant(c.Request().Context(), f.tenant), p)
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
 		}
 	}
-	f = newFixture(t, asMember)
+	f = newStack(t).serve(api.Deps{Authenticate: asMember})
 	ctx := context.Background()
 	for _, r := range []identity.Role{identity.RoleViewer, identity.RoleOperator, identity.RoleAdmin} {
 		_, err := f.ids.CreateMember(ctx, f.tenant.ID, string(r)+"@example.com", "long enough pw", r)
@@ -374,7 +440,7 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // no agent being the caller's mistake.
 func TestListsPageAndAgentsAreNamedAlike(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	base := "/api/v1/tenants/acme"
 	var boss api.Agent
 	code, body := f.do("POST", base+"/agents", f.opKey, `{"name":"boss"}`, &boss)

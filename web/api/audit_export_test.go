@@ -3,23 +3,15 @@ package api_test
 import (
 	"context"
 	"encoding/csv"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/audit"
-	"github.com/visorhq/visor/services/identity"
-	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
 )
 
@@ -30,26 +22,10 @@ import (
 func TestAuditExportCSV(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	log := slog.New(slog.DiscardHandler)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
-	ids := identity.NewService(store, resolver, log)
-	trail := postgres.NewAuditLog(db, 2, log)
-	require.NoError(t, trail.Start(ctx))
-	t.Cleanup(trail.Stop)
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(log)
-	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	adm.Add(api.AuditResource(trail))
-	adm.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	tt := pgtest.TwoTenants(t, db)
-	a, b := tt.A, tt.B
-	_, keyA, err := ids.CreateKey(ctx, a.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
+	st := newStack(t)
+	trail := startAuditLog(t, st.db)
+	f := st.serve(api.Deps{}, api.AuditResource(trail)).withGlobex()
+	a, b := f.tenant, f.globex
 
 	const n = 1003 // more than one export page
 	start := time.Now().Add(-time.Hour)
@@ -62,16 +38,7 @@ func TestAuditExportCSV(t *testing.T) {
 	require.NoError(t, trail.Record(ctx, audit.Entry{ID: uuid.New(), TenantID: b.ID, PrincipalKind: "operator", PrincipalID: "operator:globex",
 		Tool: "agent_status", Outcome: audit.OutcomeOK, Event: "tool_call", At: time.Now()}))
 
-	get := func(path string) (*http.Response, string) {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+keyA)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp, string(body)
-	}
+	get := func(path string) (*http.Response, string) { return f.send(http.MethodGet, path, f.opKey, "") }
 
 	resp, body := get("/api/v1/tenants/acme/audit/export?format=csv")
 	require.Equal(t, 200, resp.StatusCode, body)

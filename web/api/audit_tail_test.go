@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/fault"
-	"github.com/visorhq/visor/storage/postgres"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
 )
@@ -27,12 +25,9 @@ import (
 func TestAuditTailServesEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
 	tt := pgtest.TwoTenants(t, nil)
-	db, a, b := tt.DB, tt.A, tt.B
-	trail := postgres.NewAuditLog(db, 2, log)
-	require.NoError(t, trail.Start(ctx))
-	t.Cleanup(trail.Stop)
+	a, b := tt.A, tt.B
+	trail := startAuditLog(t, tt.DB)
 	tailer := &api.AuditTailer{Tail: audit.Tail{Store: trail, Every: 20 * time.Millisecond}, MaxPerTenant: 1}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := tailer.Serve(r.Context(), w, a.ID, audit.Filter{}, api.SinceOf(r.Header.Get("Last-Event-ID"), time.Now()))

@@ -1,55 +1,32 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/audit"
-	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
 )
 
 func TestAuditListFiltersExportAndIsolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	log := slog.New(slog.DiscardHandler)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
-	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
-	trail := postgres.NewAuditLog(db, 2, log)
-	require.NoError(t, trail.Start(ctx))
-	t.Cleanup(trail.Stop)
-	res := postgres.NewReservationStore(db)
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(log)
-	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	adm.Add(api.AuditResource(trail), api.ReservationsResource(res))
-	adm.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	tt := pgtest.TwoTenants(t, db)
-	a, b := tt.A, tt.B
-	_, keyA, err := ids.CreateKey(ctx, a.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	_, keyB, err := ids.CreateKey(ctx, b.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
+	st := newStack(t)
+	trail := startAuditLog(t, st.db)
+	res := postgres.NewReservationStore(st.db)
+	f := st.serve(api.Deps{}, api.AuditResource(trail), api.ReservationsResource(res)).withGlobex()
+	a, b := f.tenant, f.globex
+	keyA, keyB := f.opKey, f.otherKey
 	for i := range 5 {
 		outcome, event := audit.OutcomeOK, "tool_call"
 		if i%2 == 1 {
@@ -62,19 +39,7 @@ func TestAuditListFiltersExportAndIsolation(t *testing.T) {
 		Tool: "agent_status", Outcome: audit.OutcomeOK, Event: "tool_call", At: time.Now()}))
 	require.NoError(t, res.Reserve(ctx, agents.Reservation{TenantID: a.ID, Name: "carl", AgentID: uuid.New(), ReservedBy: "operator:k"}))
 
-	get := func(path, key string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var sb strings.Builder
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			sb.WriteString(sc.Text() + "\n")
-		}
-		return resp.StatusCode, sb.String()
-	}
+	get := func(path, key string) (int, string) { return f.do(http.MethodGet, path, key, "", nil) }
 
 	code, body := get("/api/v1/tenants/acme/audit?event_type=permission_denied", keyA)
 	require.Equal(t, 200, code, body)
@@ -133,10 +98,15 @@ func TestAuditListFiltersExportAndIsolation(t *testing.T) {
 	code, body = get("/api/v1/tenants/acme/agent-name-reservations", keyA)
 	require.Equal(t, 200, code)
 	require.Contains(t, body, `"name":"carl"`)
-	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/api/v1/tenants/acme/agent-name-reservations/carl", nil)
-	req.Header.Set("Authorization", "Bearer "+keyA)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	code, body = f.do(http.MethodDelete, "/api/v1/tenants/acme/agent-name-reservations/carl", keyA, "", nil)
+	require.Equal(t, http.StatusNoContent, code, body)
+}
+
+// startAuditLog is a running audit trail on db, stopped when the test ends.
+func startAuditLog(t *testing.T, db *postgres.DB) *postgres.AuditLog {
+	t.Helper()
+	trail := postgres.NewAuditLog(db, 2, slog.New(slog.DiscardHandler))
+	require.NoError(t, trail.Start(context.Background()))
+	t.Cleanup(trail.Stop)
+	return trail
 }

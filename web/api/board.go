@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -211,17 +212,22 @@ func missing(err error, kind string, id uuid.UUID) error {
 	return err
 }
 
-func (r Board) getTask(c echo.Context) error {
-	id, err := pathID(c, "task")
+// getOne answers the tenant's record of kind whose id is the path
+// parameter named kind, read with get; a record get does not find is a 404
+// that names kind and id.
+func getOne[T any](c echo.Context, kind string, get func(ctx context.Context, tenantID, id uuid.UUID) (T, error)) error {
+	id, err := pathID(c, kind)
 	if err != nil {
 		return err
 	}
-	t, err := r.svc.Task(c.Request().Context(), tenant(c).ID, id)
+	v, err := get(c.Request().Context(), tenant(c).ID, id)
 	if err != nil {
-		return missing(err, "task", id)
+		return missing(err, kind, id)
 	}
-	return c.JSON(http.StatusOK, t)
+	return c.JSON(http.StatusOK, v)
 }
+
+func (r Board) getTask(c echo.Context) error { return getOne(c, "task", r.svc.Task) }
 
 func (r Board) updateTask(c echo.Context) error {
 	id, err := pathID(c, "task")

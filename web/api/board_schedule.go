@@ -253,17 +253,7 @@ func (r Board) createReminder(c echo.Context) error {
 	return c.JSON(http.StatusCreated, rem)
 }
 
-func (r Board) getReminder(c echo.Context) error {
-	id, err := pathID(c, "reminder")
-	if err != nil {
-		return err
-	}
-	rem, err := r.svc.Reminder(c.Request().Context(), tenant(c).ID, id)
-	if err != nil {
-		return missing(err, "reminder", id)
-	}
-	return c.JSON(http.StatusOK, rem)
-}
+func (r Board) getReminder(c echo.Context) error { return getOne(c, "reminder", r.svc.Reminder) }
 
 func (r Board) cancelReminder(c echo.Context) error {
 	id, err := pathID(c, "reminder")

@@ -3,8 +3,6 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/board"
 	"github.com/visorhq/visor/services/changes"
@@ -21,22 +18,18 @@ import (
 	"github.com/visorhq/visor/services/rounds"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
-	"github.com/visorhq/visor/web/server"
 )
 
-// boardFixture is the admin API with the board and grants resources on
-// real Postgres, with the runtime resource: tenants acme (employee ada, whose scoped_tools name
-// secret_*) and globex, each with an operator key. Grant changes are
-// recorded as the live streams would hear them.
+// boardFixture is the admin API with the board, grants and runtime
+// resources on real Postgres: tenants acme (employee ada, whose
+// scoped_tools name secret_*) and globex, each with an operator key. Grant
+// changes are recorded as the live streams would hear them.
 type boardFixture struct {
 	*fixture
-	db       *postgres.DB
-	grants   *grants.Service
-	heard    *heard
-	ada      identity.Agent
-	otherKey string
+	grants *grants.Service
+	heard  *heard
+	ada    identity.Agent
 }
 
 type heard struct {
@@ -65,35 +58,16 @@ func (h *heard) grantChangesFor(agent uuid.UUID) int {
 
 func newBoardFixture(t *testing.T) *boardFixture {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	log := slog.New(slog.DiscardHandler)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
-	ids := identity.NewService(store, resolver, log)
+	s := newStack(t)
 	h := &heard{}
-	gs := grants.NewService(postgres.NewGrantStore(db), store, h, tools.Match, log)
-	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(db), Relations: agents.NewDelegation(store),
-		Directory: store, Staff: ids, Grants: gs, Logger: log})
-	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
-	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	rs := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(db), Logger: log})
-	adm.Add(api.NewGrants(gs), api.NewBoard(bs), api.NewRuntime(rs))
-	adm.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	ctx := context.Background()
-	tt := pgtest.TwoTenants(t, db)
-	acme, globex := tt.A, tt.B
-	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	_, other, err := ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	ada, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "ada",
+	gs := grants.NewService(postgres.NewGrantStore(s.db), s.store, h, tools.Match, s.log)
+	bs := board.NewService(board.Deps{Store: postgres.NewBoardStore(s.db), Relations: agents.NewDelegation(s.store),
+		Directory: s.store, Staff: s.ids, Grants: gs, Logger: s.log})
+	rs := rounds.NewService(rounds.Config{Store: postgres.NewRoundsStore(s.db), Logger: s.log})
+	f := s.serve(api.Deps{}, api.NewGrants(gs), api.NewBoard(bs), api.NewRuntime(rs)).withGlobex()
+	ada := f.agent(f.tenant, identity.NewAgent{Name: "ada",
 		Settings: identity.AgentSettings{Capabilities: identity.Capabilities{ScopedTools: []string{"secret_*"}}}})
-	require.NoError(t, err)
-	return &boardFixture{fixture: &fixture{t: t, srv: srv, ids: ids, tenant: acme, opKey: op}, db: db, grants: gs, heard: h,
-		ada: ada, otherKey: other}
+	return &boardFixture{fixture: f, grants: gs, heard: h, ada: ada}
 }
 
 // wakeups counts the wake-ups written for agent on task.
@@ -137,6 +111,10 @@ func TestOperatorManagesTasksAndGoalsThroughTheAPI(t *testing.T) {
 	code, body = f.do("GET", base+"/tasks/"+goal.ID.String(), f.opKey, "", &got)
 	require.Equal(t, 200, code, body)
 	require.Equal(t, patched.Title, got.Title)
+	ghost := uuid.NewString()
+	code, body = f.do("GET", base+"/tasks/"+ghost, f.opKey, "", nil)
+	require.Equal(t, 404, code, body)
+	require.Contains(t, body, "no task has id "+ghost)
 
 	// Comments, and a page of activity.
 	for i := range 3 {
@@ -253,6 +231,15 @@ func TestOperatorManagesRoutinesAndRemindersThroughTheAPI(t *testing.T) {
 	due := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	code, body = f.do("POST", base+"/reminders", f.opKey, fmt.Sprintf(`{"agent":%q,"text":"check the build","due_at":%q}`, f.ada.ID, due), &rem)
 	require.Equal(t, 201, code, body)
+	var one board.Reminder
+	code, body = f.do("GET", base+"/reminders/"+rem.ID.String(), f.opKey, "", &one)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, rem.ID, one.ID)
+	require.Equal(t, "check the build", one.Text)
+	ghost := uuid.NewString()
+	code, body = f.do("GET", base+"/reminders/"+ghost, f.opKey, "", nil)
+	require.Equal(t, 404, code, body)
+	require.Contains(t, body, "no reminder has id "+ghost)
 	var rems api.ReminderList
 	f.do("GET", base+"/reminders?pending=true", f.opKey, "", &rems)
 	require.Len(t, rems.Reminders, 1)

@@ -3,23 +3,18 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/changes"
 	"github.com/visorhq/visor/services/grants"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/tools"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
 )
 
@@ -28,38 +23,18 @@ import (
 // name secret_*.
 type grantsFixture struct {
 	*fixture
-	svc      *grants.Service
-	ada      identity.Agent
-	otherKey string
+	svc *grants.Service
+	ada identity.Agent
 }
 
 func newGrantsFixture(t *testing.T) *grantsFixture {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	log := slog.New(slog.DiscardHandler)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
-	ids := identity.NewService(store, resolver, log) // the resolver hears committed changes
-	svc := grants.NewService(postgres.NewGrantStore(db), store, changes.Discard{}, tools.Match, log)
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(log)
-	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	adm.Add(api.NewGrants(svc))
-	adm.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	ctx := context.Background()
-	tt := pgtest.TwoTenants(t, db)
-	acme, globex := tt.A, tt.B
-	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	_, other, err := ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	ada, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "ada",
+	s := newStack(t)
+	svc := grants.NewService(postgres.NewGrantStore(s.db), s.store, changes.Discard{}, tools.Match, s.log)
+	f := s.serve(api.Deps{}, api.NewGrants(svc)).withGlobex()
+	ada := f.agent(f.tenant, identity.NewAgent{Name: "ada",
 		Settings: identity.AgentSettings{Capabilities: identity.Capabilities{ScopedTools: []string{"secret_*"}}}})
-	require.NoError(t, err)
-	return &grantsFixture{fixture: &fixture{t: t, srv: srv, ids: ids, tenant: acme, opKey: op}, svc: svc, ada: ada, otherKey: other}
+	return &grantsFixture{fixture: f, svc: svc, ada: ada}
 }
 
 func (f *grantsFixture) ask(tool string) grants.Request {

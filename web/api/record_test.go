@@ -26,17 +26,8 @@ import (
 func TestOperatorRowsStayInTheCallersTenant(t *testing.T) {
 	acme := identity.Tenant{ID: uuid.New(), Slug: "acme"}
 	var as identity.Principal
-	authn := func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			ctx := auth.WithTenant(c.Request().Context(), acme)
-			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(ctx, as)))
-			return next(c)
-		}
-	}
 	trail := &audit.Memory{}
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.DiscardHandler))
-	api.New(api.Deps{Authenticate: authn, Audit: trail, Logger: slog.New(slog.DiscardHandler)}).Register(e)
+	e := bareAPI(acme, &as, trail)
 	patch := func() int {
 		req := httptest.NewRequest(http.MethodPatch, "/api/v1/tenants/acme/members/"+uuid.NewString(), strings.NewReader(`{"password":"hunter2hunter2"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -63,25 +54,34 @@ func TestOperatorRowsStayInTheCallersTenant(t *testing.T) {
 	require.Len(t, trail.Entries(), 1, "another tenant's credential wrote into acme's trail")
 }
 
+// bareAPI is the admin API without storage: every request is made by *as
+// in tenant acme (read when the request comes), and each operator action
+// is recorded into trail.
+func bareAPI(acme identity.Tenant, as *identity.Principal, trail audit.Recorder, resources ...api.Resource) *echo.Echo {
+	authn := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx := auth.WithTenant(c.Request().Context(), acme)
+			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(ctx, *as)))
+			return next(c)
+		}
+	}
+	log := slog.New(slog.DiscardHandler)
+	e := echo.New()
+	e.HTTPErrorHandler = api.ErrorHandler(log)
+	adm := api.New(api.Deps{Authenticate: authn, Audit: trail, Logger: log})
+	adm.Add(resources...)
+	adm.Register(e)
+	return e
+}
+
 // TestARefusedReadIsAuditedAsARefusedWriteIs: a read the authority matrix
 // refuses leaves a refused row in the caller's trail, like a refused
 // change; a read let through leaves none.
 func TestARefusedReadIsAuditedAsARefusedWriteIs(t *testing.T) {
 	acme := identity.Tenant{ID: uuid.New(), Slug: "acme"}
 	var as identity.Principal
-	authn := func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			ctx := auth.WithTenant(c.Request().Context(), acme)
-			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(ctx, as)))
-			return next(c)
-		}
-	}
 	trail := &audit.Memory{}
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.DiscardHandler))
-	adm := api.New(api.Deps{Authenticate: authn, Audit: trail, Logger: slog.New(slog.DiscardHandler)})
-	adm.Add(readable{})
-	adm.Register(e)
+	e := bareAPI(acme, &as, trail, readable{})
 	get := func() int {
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/tenants/acme/gadgets", nil))
@@ -133,21 +133,9 @@ func (widgets) Operations() []api.Operation {
 func TestAChangeWithoutItsRowIsNotASuccess(t *testing.T) {
 	acme := identity.Tenant{ID: uuid.New(), Slug: "acme"}
 	p := identity.Principal{Kind: identity.KindOperator, TenantID: acme.ID, CredentialID: "key:1", Scopes: identity.AllScopes}
-	authn := func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			ctx := auth.WithTenant(c.Request().Context(), acme)
-			c.SetRequest(c.Request().WithContext(identity.WithPrincipal(ctx, p)))
-			return next(c)
-		}
-	}
 	post := func(trail audit.Recorder) *httptest.ResponseRecorder {
-		e := echo.New()
-		e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.DiscardHandler))
-		a := api.New(api.Deps{Authenticate: authn, Audit: trail, Logger: slog.New(slog.DiscardHandler)})
-		a.Add(widgets{})
-		a.Register(e)
 		rec := httptest.NewRecorder()
-		e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/tenants/acme/widgets", nil))
+		bareAPI(acme, &p, trail, widgets{}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/tenants/acme/widgets", nil))
 		return rec
 	}
 	ok := &audit.Memory{}

@@ -1,66 +1,39 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/agents"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/responsibilities"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
-	"github.com/visorhq/visor/web/server"
 )
 
-// responsibilityFixture is the admin API with the responsibilities resource on real
-// Postgres: tenant acme (employee ada, an operator key and a viewer's
-// admin:read key) and globex (an operator key).
+// responsibilityFixture is the admin API with the responsibilities
+// resource on real Postgres: tenant acme (employee ada, an operator key and
+// a viewer's admin:read key) and globex (an operator key).
 type responsibilityFixture struct {
 	*fixture
-	ada       identity.Agent
-	readKey   string
-	globexKey string
+	ada     identity.Agent
+	readKey string
 }
 
 func newResponsibilityFixture(t *testing.T) *responsibilityFixture {
 	t.Helper()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	log := slog.New(slog.DiscardHandler)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
-	ids := identity.NewService(store, resolver, log)
-	rs := postgres.NewResponsibilityStore(db)
-	svc := responsibilities.NewService(rs, agents.NewDelegation(store))
+	s := newStack(t)
+	rs := postgres.NewResponsibilityStore(s.db)
+	svc := responsibilities.NewService(rs, agents.NewDelegation(s.store))
 	svc.SetNotices(rs)
 	svc.SetNotifier(responsibilities.Notifier{CheckURL: func(raw string) (string, error) { return egress.CheckURL(raw, nil) }})
-	e := server.New(server.Options{Logger: log, BodyLimit: 64 << 10, ErrorHandler: api.ErrorHandler(log)}).Echo()
-	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Logger: log})
-	adm.Add(api.NewResponsibilities(svc))
-	adm.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	ctx := context.Background()
-	tt := pgtest.TwoTenants(t, db)
-	acme, globex := tt.A, tt.B
-	_, op, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	_, read, err := ids.CreateKey(ctx, acme.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ro", Scopes: []string{identity.ScopeAdminRead}})
-	require.NoError(t, err)
-	_, other, err := ids.CreateKey(ctx, globex.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	ada, err := ids.CreateAgent(ctx, acme.ID, identity.NewAgent{Name: "ada"})
-	require.NoError(t, err)
-	return &responsibilityFixture{fixture: &fixture{t: t, srv: srv, ids: ids, tenant: acme, opKey: op}, ada: ada, readKey: read, globexKey: other}
+	f := s.serve(api.Deps{}, api.NewResponsibilities(svc)).withGlobex()
+	return &responsibilityFixture{fixture: f, ada: f.agent(f.tenant, identity.NewAgent{Name: "ada"}),
+		readKey: f.key(f.tenant, "ro", identity.ScopeAdminRead)}
 }
 
 func TestOperatorsSetUpAndChangeResponsibilitiesThroughTheAPI(t *testing.T) {
@@ -220,14 +193,14 @@ func TestAnotherTenantNeverReachesAResponsibility(t *testing.T) {
 		{"GET", theirs, ""}, {"PATCH", theirs, `{"name":"taken"}`}, {"DELETE", theirs, ""}, {"POST", theirs + "/run", ""},
 		{"GET", theirs + "/runs", ""}, {"GET", theirs + "/skips", ""}, {"GET", theirs + "/notices", ""},
 	} {
-		code, body := f.do(c.method, c.path, f.globexKey, c.body, nil)
+		code, body := f.do(c.method, c.path, f.otherKey, c.body, nil)
 		require.Equal(t, 404, code, "%s %s: %s", c.method, c.path, body)
 	}
 	var list api.ResponsibilityList
-	code, body = f.do("GET", "/api/v1/tenants/globex/responsibilities", f.globexKey, "", &list)
+	code, body = f.do("GET", "/api/v1/tenants/globex/responsibilities", f.otherKey, "", &list)
 	require.Equal(t, 200, code, body)
 	require.Empty(t, list.Responsibilities)
-	code, body = f.do("POST", "/api/v1/tenants/globex/responsibilities", f.globexKey,
+	code, body = f.do("POST", "/api/v1/tenants/globex/responsibilities", f.otherKey,
 		fmt.Sprintf(`{"agent":%q,"name":"steal","spend_cap_cents":5}`, f.ada.ID), nil)
 	require.Equal(t, 400, code, "another tenant's employee cannot own globex's responsibility: %s", body)
 

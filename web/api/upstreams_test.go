@@ -1,24 +1,18 @@
 package api_test
 
 import (
-	"context"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/egress"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/secrets"
 	"github.com/visorhq/visor/services/upstreams"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/upstream"
 	"github.com/visorhq/visor/web/api"
 )
@@ -31,39 +25,21 @@ import (
 // finds nothing.
 func TestMCPServersThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	log := slog.New(slog.DiscardHandler)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
-	ids := identity.NewService(store, resolver, log)
+	st := newStack(t)
 	spec, err := secrets.NewKey("k")
 	require.NoError(t, err)
 	keys, err := secrets.ParseKeyring(spec)
 	require.NoError(t, err)
 	dev := []string{"127.0.0.1"}
 	guard := egress.New(egress.Config{AllowPrivateHosts: dev, Timeout: 5 * time.Second})
-	svc := upstreams.NewService(upstreams.Config{Store: postgres.NewUpstreamStore(db), Keys: keys,
+	svc := upstreams.NewService(upstreams.Config{Store: postgres.NewUpstreamStore(st.db), Keys: keys,
 		CheckURL:   func(raw string) (string, error) { return egress.CheckURL(raw, dev) },
 		Connectors: map[upstreams.Transport]upstreams.Connector{upstreams.StreamableHTTP: upstream.NewRemote(guard, "test", nil)}})
 	t.Cleanup(svc.Stop)
 	trail := &audit.Memory{}
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(log)
-	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Audit: trail, Logger: log})
-	adm.Add(api.NewUpstreams(svc))
-	adm.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	ctx := context.Background()
-	tt := pgtest.TwoTenants(t, db)
-	_, op, err := ids.CreateKey(ctx, tt.A.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	_, reader, err := ids.CreateKey(ctx, tt.A.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "reader", Scopes: []string{identity.ScopeAdminRead}})
-	require.NoError(t, err)
-	_, other, err := ids.CreateKey(ctx, tt.B.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	f := &fixture{t: t, srv: srv, ids: ids, tenant: tt.A, opKey: op}
+	f := st.serve(api.Deps{Audit: trail}, api.NewUpstreams(svc)).withGlobex()
+	op, other := f.opKey, f.otherKey
+	reader := f.key(f.tenant, "reader", identity.ScopeAdminRead)
 	base := "/api/v1/tenants/acme/mcp-servers"
 
 	code, body := f.do("POST", base, op, `{"name":"meta","url":"https://169.254.169.254/mcp"}`, nil)

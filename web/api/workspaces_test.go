@@ -5,20 +5,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/visorhq/visor/auth"
 	"github.com/visorhq/visor/services/audit"
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/services/workspace"
 	"github.com/visorhq/visor/storage/postgres"
-	"github.com/visorhq/visor/storage/postgres/pgtest"
 	"github.com/visorhq/visor/web/api"
 )
 
@@ -29,34 +24,17 @@ import (
 // acme's workspaces.
 func TestWorkspacesThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
-	store := postgres.NewIdentityStore(db)
-	log := slog.New(slog.DiscardHandler)
-	resolver := auth.NewResolver(store, store, auth.NewURLs("http://visor.test"), log)
-	ids := identity.NewService(store, resolver, log)
-	st := postgres.NewWorkspaceStore(db)
+	s := newStack(t)
+	st := postgres.NewWorkspaceStore(s.db)
 	trail := &audit.Memory{}
-	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(log)
-	adm := api.New(api.Deps{Identity: ids, Authenticate: resolver.AdminMiddleware(), Audit: trail, Logger: log})
-	adm.Add(api.NewWorkspaces(workspace.NewService(workspace.Config{Store: st, Tasks: st, Skills: st, Artifacts: st})))
-	adm.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
+	svc := workspace.NewService(workspace.Config{Store: st, Tasks: st, Skills: st, Artifacts: st})
+	f := s.serve(api.Deps{Audit: trail}, api.NewWorkspaces(svc)).withGlobex()
+	reader, other := f.key(f.tenant, "reader", identity.ScopeAdminRead), f.otherKey
 	ctx := context.Background()
-	tt := pgtest.TwoTenants(t, db)
-	_, op, err := ids.CreateKey(ctx, tt.A.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
+	ada := f.agent(f.tenant, identity.NewAgent{Name: "ada"})
+	ws, err := st.Ensure(ctx, f.tenant.ID, ada.ID, 1<<20)
 	require.NoError(t, err)
-	_, reader, err := ids.CreateKey(ctx, tt.A.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "reader", Scopes: []string{identity.ScopeAdminRead}})
-	require.NoError(t, err)
-	_, other, err := ids.CreateKey(ctx, tt.B.ID, identity.NewKey{Kind: identity.KeyOperator, Name: "ops"})
-	require.NoError(t, err)
-	ada, err := ids.CreateAgent(ctx, tt.A.ID, identity.NewAgent{Name: "ada"})
-	require.NoError(t, err)
-	ws, err := st.Ensure(ctx, tt.A.ID, ada.ID, 1<<20)
-	require.NoError(t, err)
-	_, err = st.Lease(ctx, tt.A.ID, ws.ID, "w1", time.Minute)
+	_, err = st.Lease(ctx, f.tenant.ID, ws.ID, "w1", time.Minute)
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -65,10 +43,9 @@ func TestWorkspacesThroughTheAPI(t *testing.T) {
 	_, _ = tw.Write([]byte("hi"))
 	require.NoError(t, tw.Close())
 	require.NoError(t, gz.Close())
-	_, err = st.Save(ctx, tt.A.ID, ws.ID, "w1", &buf, 2, 1)
+	_, err = st.Save(ctx, f.tenant.ID, ws.ID, "w1", &buf, 2, 1)
 	require.NoError(t, err)
-	require.NoError(t, st.Release(ctx, tt.A.ID, ws.ID, "w1"))
-	f := &fixture{t: t, srv: srv, ids: ids, tenant: tt.A, opKey: op}
+	require.NoError(t, st.Release(ctx, f.tenant.ID, ws.ID, "w1"))
 	base := "/api/v1/tenants/acme"
 
 	var list api.WorkspaceList
@@ -88,18 +65,18 @@ func TestWorkspacesThroughTheAPI(t *testing.T) {
 		require.Equal(t, 403, code, "a read-only key %s: %s", action, body)
 	}
 	var stopped api.SessionsStopped
-	code, body = f.do("POST", base+"/agents/ada/workspace/stop-sessions", op, "", &stopped)
+	code, body = f.do("POST", base+"/agents/ada/workspace/stop-sessions", f.opKey, "", &stopped)
 	require.Equal(t, 200, code, body)
 	require.Empty(t, stopped.Killed, "no worker holds it")
 	var reset workspace.Workspace
-	code, body = f.do("POST", base+"/agents/ada/workspace/reset", op, "", &reset)
+	code, body = f.do("POST", base+"/agents/ada/workspace/reset", f.opKey, "", &reset)
 	require.Equal(t, 200, code, body)
 	require.Zero(t, reset.Revision, "every saved revision goes")
 	require.Zero(t, reset.BytesUsed)
 
 	rows := map[string][]string{}
 	for _, r := range trail.Entries() {
-		require.Equal(t, tt.A.ID, r.TenantID)
+		require.Equal(t, f.tenant.ID, r.TenantID)
 		rows[r.Action] = append(rows[r.Action], r.Outcome)
 	}
 	require.ElementsMatch(t, []string{audit.OutcomeRefused, audit.OutcomeOK}, rows["stopWorkspaceSessions"])
