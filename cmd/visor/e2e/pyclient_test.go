@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,19 +14,6 @@ import (
 	"github.com/visorhq/visor/services/identity"
 	"github.com/visorhq/visor/storage/postgres/pgtest"
 )
-
-// The image the Python client runs in: Debian with the official MCP Python
-// SDK from Debian's own package. Its tag hashes these inputs, so a machine
-// builds it once and reuses it until one of them changes.
-const (
-	pyImageName   = "visor-e2e-pyclient"
-	pyImageSuite  = "sid"
-	pyImageMirror = "http://deb.debian.org/debian"
-	// pyImageRecipe changes whenever the way the image is built changes.
-	pyImageRecipe = "1"
-)
-
-var pyImagePackages = []string{"python3-mcp"}
 
 // pyResult is what testdata/pyclient/client.py prints for one credential.
 type pyResult struct {
@@ -130,10 +113,10 @@ func runPythonClient(t *testing.T, image, url, specs string) map[string]pyResult
 	return out
 }
 
-// pythonClientImage returns the local image the Python client runs in,
-// building it from Debian packages (debootstrap, then docker import) the
-// first time. One build runs at a time on a machine: the others wait on a
-// file lock and then find the image built.
+// pythonClientImage returns the local image the Python client runs in
+// (Debian with the MCP Python SDK from Debian's python3-mcp), built by
+// testdata/pyclient/build-image.sh from Debian's packages the first time;
+// the script tags it by a hash of its inputs, so a machine builds it once.
 func pythonClientImage(t *testing.T) string {
 	t.Helper()
 	for _, bin := range []string{"docker", "debootstrap"} {
@@ -144,50 +127,18 @@ func pythonClientImage(t *testing.T) string {
 	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
 		pgtest.Unavailable(t, "Docker Engine", errorWithOutput{err, out})
 	}
-	// The script is not in the image: it is mounted when the client runs.
-	h := sha256.New()
-	for _, part := range append([]string{pyImageRecipe, pyImageSuite}, pyImagePackages...) {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	image := pyImageName + ":" + hex.EncodeToString(h.Sum(nil))[:16]
-	if imageExists(image) {
-		return image
-	}
-
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), pyImageName+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	require.NoError(t, err)
-	defer lock.Close()
-	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
-	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
-	if imageExists(image) {
-		return image
-	}
-
-	start := time.Now()
-	root, err := os.MkdirTemp("", pyImageName+"-root-")
-	require.NoError(t, err)
-	defer func() { _ = os.RemoveAll(root) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	include := "--include=" + pyImagePackages[0]
-	for _, p := range pyImagePackages[1:] {
-		include += "," + p
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "testdata/pyclient/build-image.sh")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		pgtest.Unavailable(t, "Debian's python3-mcp (testdata/pyclient/build-image.sh)", errorWithOutput{err, tail([]byte(stderr.String()))})
 	}
-	if out, err := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", include, pyImageSuite, root, pyImageMirror).CombinedOutput(); err != nil {
-		pgtest.Unavailable(t, "Debian "+pyImageSuite+" with "+include[len("--include="):]+" from "+pyImageMirror+" (debootstrap)", errorWithOutput{err, tail(out)})
-	}
-	tar := exec.CommandContext(ctx, "tar", "-C", root, "-c", ".")
-	imp := exec.CommandContext(ctx, "docker", "import", "-", image)
-	pipe, err := tar.StdoutPipe()
-	require.NoError(t, err)
-	imp.Stdin = pipe
-	var impOut bytes.Buffer
-	imp.Stdout, imp.Stderr = &impOut, &impOut
-	require.NoError(t, imp.Start())
-	require.NoError(t, tar.Run())
-	require.NoError(t, imp.Wait(), impOut.String())
-	t.Logf("built %s in %s", image, time.Since(start).Round(time.Second))
+	image := strings.TrimSpace(string(out))
+	t.Logf("image %s ready in %s", image, time.Since(start).Round(time.Second))
 	return image
 }
 
