@@ -80,6 +80,18 @@ func (s *session) inside(x, y int) error {
 // egress proxy refused is a refusal, not a failure of the session.
 func (s *session) navigate(ctx context.Context, u string) (computer.Outcome, error) {
 	_, err := chromedp.Run(ctx, chromedp.Navigate(u))
+	if err != nil && ctx.Err() == nil && strings.Contains(err.Error(), "net::ERR_ABORTED") {
+		// A navigation already in flight when this one began (a link just
+		// clicked, the page's own script) makes Chrome report this one
+		// aborted, though the tab has usually opened it: its address says
+		// which. When it has not, the navigation that replaced it has
+		// landed by now, and this one is asked for once more.
+		if loc, lerr := chromedp.Run(ctx, chromedp.Location()); lerr == nil && sameAddress(loc, u) {
+			err = nil
+		} else {
+			_, err = chromedp.Run(ctx, chromedp.Navigate(u))
+		}
+	}
 	if err != nil && ctx.Err() == nil {
 		msg := err.Error()
 		if i := strings.Index(msg, "net::"); i >= 0 {
@@ -99,6 +111,24 @@ func (s *session) navigate(ctx context.Context, u string) (computer.Outcome, err
 		host = pu.Hostname()
 	}
 	return computer.Outcome{Host: host}, nil
+}
+
+// sameAddress reports whether the tab's address a is the address b asked
+// for, as Chrome writes it (an empty path is "/"; the fragment is left
+// out).
+func sameAddress(a, b string) bool {
+	pa, errA := url.Parse(a)
+	pb, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	for _, p := range []*url.URL{pa, pb} {
+		p.Fragment, p.RawFragment = "", ""
+		if p.Path == "" {
+			p.Path, p.RawPath = "/", ""
+		}
+	}
+	return pa.String() == pb.String()
 }
 
 var keyNames = map[string]string{

@@ -261,7 +261,50 @@ func TestAllowlistIsEnforcedByTheNetwork(t *testing.T) {
 	before := l.shop.count()
 	require.NoError(t, raw(t, m, r, "https://shop.test/after-dns-change"))
 	require.Zero(t, l.evil.count(), "a later DNS change of a listed host is not followed")
-	require.Equal(t, before+1, l.shop.count())
+	require.Greater(t, l.shop.count(), before, "the pinned address of the listed host is used")
+}
+
+// A navigation asked for right after a click on a link (here one to an
+// unlisted host, which the proxy refuses) used to be reported aborted
+// about one time in three, although the tab opened it. Each of these
+// navigations is reported opened and leaves the tab on the page.
+func TestNavigateRightAfterAClickedLinkOpensThePage(t *testing.T) {
+	l := newLab(t)
+	m := l.manager(t)
+	ctx := context.Background()
+	r := l.start(t, m, []string{"shop.test"}, nil)
+	for i := range 12 {
+		require.NoError(t, raw(t, m, r, "https://shop.test/page"))
+		_, err := m.Do(ctx, r, computer.Action{Kind: computer.ActClick, X: 50, Y: 20, Button: "left"})
+		require.NoError(t, err)
+		before := l.shop.count()
+		o, err := m.Do(ctx, r, computer.Action{Kind: computer.ActNavigate, URL: "https://shop.test/after"})
+		require.NoError(t, err, "navigation %d", i)
+		require.Equal(t, "shop.test", o.Host)
+		require.Greater(t, l.shop.count(), before, "navigation %d reached the listed host", i)
+		s, err := m.get(r)
+		require.NoError(t, err)
+		var href string
+		require.NoError(t, evalIn(s, `location.href`, &href))
+		require.Equal(t, "https://shop.test/after", href, "navigation %d", i)
+	}
+	require.Zero(t, l.evil.count())
+}
+
+func TestSameAddress(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://shop.test/", "https://shop.test", true},
+		{"https://shop.test/a?b=1", "https://shop.test/a?b=1#top", true},
+		{"https://shop.test/a", "https://shop.test/b", false},
+		{"https://shop.test/a?b=1", "https://shop.test/a?b=2", false},
+		{"chrome-error://chromewebdata/", "https://shop.test/", false},
+		{"https://shop.test/", "https://evil.test/", false},
+	} {
+		require.Equal(t, c.same, sameAddress(c.a, c.b), "%s ~ %s", c.a, c.b)
+	}
 }
 
 func TestNoAllowlistMeansNoNetwork(t *testing.T) {
