@@ -79,18 +79,13 @@ func (s *session) inside(x, y int) error {
 // navigate opens u and reports the host the page ended on. A page the
 // egress proxy refused is a refusal, not a failure of the session.
 func (s *session) navigate(ctx context.Context, u string) (computer.Outcome, error) {
-	_, err := chromedp.Run(ctx, chromedp.Navigate(u))
-	if err != nil && ctx.Err() == nil && strings.Contains(err.Error(), "net::ERR_ABORTED") {
+	err := s.open(ctx, u)
+	if err != nil && ctx.Err() == nil {
 		// A navigation already in flight when this one began (a link just
-		// clicked, the page's own script) makes Chrome report this one
-		// aborted, though the tab has usually opened it: its address says
-		// which. When it has not, the navigation that replaced it has
-		// landed by now, and this one is asked for once more.
-		if loc, lerr := chromedp.Run(ctx, chromedp.Location()); lerr == nil && sameAddress(loc, u) {
-			err = nil
-		} else {
-			_, err = chromedp.Run(ctx, chromedp.Navigate(u))
-		}
+		// clicked, the page's own script) can land after it and make Chrome
+		// report this one aborted, or failed with the other one's error. It
+		// has landed by now, so this one is asked for once more.
+		err = s.open(ctx, u)
 	}
 	if err != nil && ctx.Err() == nil {
 		msg := err.Error()
@@ -111,6 +106,18 @@ func (s *session) navigate(ctx context.Context, u string) (computer.Outcome, err
 		host = pu.Hostname()
 	}
 	return computer.Outcome{Host: host}, nil
+}
+
+// open asks the tab for u. An error Chrome reports while the tab shows u
+// anyway (another navigation raced this one, and this one won) is not one.
+func (s *session) open(ctx context.Context, u string) error {
+	_, err := chromedp.Run(ctx, chromedp.Navigate(u))
+	if err != nil && ctx.Err() == nil {
+		if loc, lerr := chromedp.Run(ctx, chromedp.Location()); lerr == nil && sameAddress(loc, u) {
+			return nil
+		}
+	}
+	return err
 }
 
 // sameAddress reports whether the tab's address a is the address b asked
